@@ -1,0 +1,290 @@
+package blob
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// position is a point in the store's append order: segments in ID order,
+// offsets within a segment. Compared lexicographically.
+type position struct {
+	segment uint64
+	offset  int64
+}
+
+func (p position) less(q position) bool {
+	return p.segment < q.segment || (p.segment == q.segment && p.offset < q.offset)
+}
+
+// groupCommit tracks the durable position and the appenders waiting for it.
+//
+// Invariant: every byte before synced is on stable storage — in a sealed
+// segment (fsynced at rollover) or in the active segment below an fsynced
+// offset. An Append is acknowledged only once its last record ends at or
+// before synced, so after a crash everything acknowledged precedes the
+// first invalid record of the last segment.
+type groupCommit struct {
+	mu      sync.Mutex
+	synced  position
+	waiters []waiter
+	err     error // sticky: an fsync failed; nothing more is acknowledged
+
+	kick chan struct{}
+	quit chan struct{}
+	done chan struct{}
+}
+
+type waiter struct {
+	pos position
+	ch  chan error
+}
+
+func (g *groupCommit) init(synced position) {
+	g.synced = synced
+	g.kick = make(chan struct{}, 1)
+	g.quit = make(chan struct{})
+	g.done = make(chan struct{})
+}
+
+func (g *groupCommit) syncedPos() position {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.synced
+}
+
+// advance records that everything before p is durable and wakes the
+// waiters it covers. It returns how many it woke.
+func (g *groupCommit) advance(p position) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.synced.less(p) {
+		g.synced = p
+	}
+	kept := g.waiters[:0]
+	woken := 0
+	for _, w := range g.waiters {
+		if g.synced.less(w.pos) {
+			kept = append(kept, w)
+			continue
+		}
+		w.ch <- nil
+		woken++
+	}
+	clear(g.waiters[len(kept):])
+	g.waiters = kept
+	return woken
+}
+
+// fail wakes every waiter, now and later, with err.
+func (g *groupCommit) fail(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.err == nil {
+		g.err = err
+	}
+	for _, w := range g.waiters {
+		w.ch <- g.err
+	}
+	g.waiters = nil
+}
+
+func (g *groupCommit) pending() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.waiters) > 0
+}
+
+// stopSyncer ends the syncer goroutine, if one runs. Close calls it after
+// in-flight appends finished, so only abandoned waiters can remain; the
+// final seal wakes them.
+func (g *groupCommit) stopSyncer() {
+	select {
+	case <-g.quit:
+	default:
+		close(g.quit)
+	}
+	if g.done != nil {
+		<-g.done
+	}
+}
+
+// waitDurable returns once the bytes before p are durable per the policy.
+func (s *Store) waitDurable(ctx context.Context, p position) error {
+	switch s.opts.Sync {
+	case SyncNone:
+		return s.failed()
+	case SyncAlways:
+		return s.syncThrough(p)
+	}
+	g := &s.commit
+	g.mu.Lock()
+	if g.err != nil {
+		g.mu.Unlock()
+		return g.err
+	}
+	if !g.synced.less(p) {
+		g.mu.Unlock()
+		return nil
+	}
+	ch := make(chan error, 1)
+	g.waiters = append(g.waiters, waiter{pos: p, ch: ch})
+	g.mu.Unlock()
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		// The records stay in the segment; the caller counts them dead.
+		return ctx.Err()
+	}
+}
+
+// syncLoop is the group-commit syncer. Each round cuts the active buffer,
+// waits for the flusher to write it, fsyncs once and wakes every waiter
+// the fsync covers. Appenders arriving during an fsync are served by the
+// next round.
+func (s *Store) syncLoop() {
+	g := &s.commit
+	defer close(g.done)
+	for {
+		select {
+		case <-g.kick:
+		case <-g.quit:
+			return
+		}
+		for g.pending() {
+			if err := s.failed(); err != nil {
+				g.fail(err)
+				break
+			}
+			s.mu.Lock()
+			w := s.active
+			target := position{w.id, w.end.Load()}
+			w.cut()
+			s.mu.Unlock()
+			err := w.waitFlushed(target.offset)
+			if err == nil {
+				err = s.syncFile(w)
+			}
+			if err != nil {
+				s.setFailed(err)
+				g.fail(err)
+				break
+			}
+			s.stats.groupCommit(g.advance(target))
+			s.ckpt.progress(target)
+		}
+	}
+}
+
+// syncThrough is SyncAlways: the caller's own cut, flush and fsync.
+func (s *Store) syncThrough(p position) error {
+	s.mu.Lock()
+	w := s.active
+	if w.id != p.segment || w.sealed {
+		s.mu.Unlock()
+		return s.failed() // sealed segments were fsynced at rollover
+	}
+	w.cut()
+	s.mu.Unlock()
+	err := w.waitFlushed(p.offset)
+	if err == nil {
+		err = s.syncFile(w)
+	}
+	if err != nil {
+		s.setFailed(err)
+		return err
+	}
+	s.commit.advance(p)
+	s.ckpt.progress(p)
+	return nil
+}
+
+// syncFile fsyncs w's file unless w was sealed meanwhile (sealing fsyncs).
+func (s *Store) syncFile(w *segWriter) error {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	if w.closed {
+		return nil
+	}
+	start := time.Now()
+	if err := w.file.Sync(); err != nil {
+		return fmt.Errorf("blob: fsync segment %016x: %w", w.id, err)
+	}
+	s.stats.fsync(time.Since(start))
+	return nil
+}
+
+// sealLocked writes out, fsyncs and closes w. Caller holds s.mu.
+func (s *Store) sealLocked(w *segWriter) error {
+	if w.sealed {
+		return nil
+	}
+	w.cut()
+	w.sealed = true
+	err := w.stopFlusher()
+	if err == nil {
+		err = s.syncFile(w)
+	}
+	w.syncMu.Lock()
+	w.closed = true
+	if cerr := w.file.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("blob: close segment %016x: %w", w.id, cerr)
+	}
+	w.syncMu.Unlock()
+	s.pool.put(w.buf)
+	w.buf = nil
+	return err
+}
+
+// rolloverLocked seals the active segment and starts the next one. The new
+// file's directory entry is synced before any record is written to it, so
+// no acknowledged record can sit in a file that vanishes in a crash.
+// Caller holds s.mu.
+func (s *Store) rolloverLocked() (*segWriter, error) {
+	old := s.active
+	end := old.end.Load()
+	if err := s.sealLocked(old); err != nil {
+		s.setFailed(err)
+		return nil, err
+	}
+	s.segMu.Lock()
+	if seg := s.segments[old.id]; seg != nil {
+		seg.writer, seg.size = nil, end
+	}
+	s.segMu.Unlock()
+	s.commit.advance(position{old.id, end})
+	s.ckpt.progress(position{old.id, end})
+
+	w, err := s.createSegment(old.id + 1)
+	if err != nil {
+		s.setFailed(err)
+		return nil, err
+	}
+	s.active = w
+	return w, nil
+}
+
+// createSegment creates segment id, syncs the directory and registers it
+// as the active segment's file.
+func (s *Store) createSegment(id uint64) (*segWriter, error) {
+	f, direct, err := s.fs.Create(s.segmentPath(id), s.opts.DirectIO)
+	if err != nil {
+		return nil, fmt.Errorf("blob: create segment %016x: %w", id, err)
+	}
+	if err := s.fs.SyncDir(s.opts.Dir); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("blob: sync dir after creating segment %016x: %w", id, err)
+	}
+	w := newSegWriter(id, f, direct, s.pool, s.opts.FlushQueue, 0, nil, s.setFailed)
+	s.segMu.Lock()
+	s.segments[id] = &segment{id: id, writer: w}
+	s.segMu.Unlock()
+	s.stats.segmentsCreated.Add(1)
+	return w, nil
+}

@@ -1,0 +1,51 @@
+// Package iolimit rations disk bandwidth between client I/O (foreground)
+// and maintenance I/O (background: vacuum, replication catch-up), per
+// direction, in bytes per second. Every segment read and write calls
+// WaitRead or WaitWrite with its length before touching the disk.
+//
+// Model. Each direction (read, write) has two token buckets from
+// golang.org/x/time/rate, counted in bytes:
+//
+//	              total bucket (ReadBytesPerSec / WriteBytesPerSec)
+//	             +--------------------------------------------+
+//	foreground --+--> reserve piece, sleep the debt (FIFO)    |
+//	             |                                            |--> disk
+//	background --+--> background bucket (Background...PerSec) |
+//	  (one turn  |    and only when no foreground is waiting  |
+//	   at a time)|    and total holds piece + burst/2 now     |
+//	             +--------------------------------------------+
+//
+// Guarantees:
+//   - Rate. At a fixed rate, over any interval T a direction grants at most
+//     burst + rate×T bytes, whatever the request sizes. A request larger
+//     than the burst is granted in burst-sized pieces, each covered by
+//     tokens before the next is asked for; no request is let through whole
+//     because it is large, and a small foreground request waits behind at
+//     most one piece of a large one, not all of it.
+//   - Priority. While a foreground caller waits in a direction, background
+//     callers in that direction get no tokens. Background never reserves
+//     ahead and takes only tokens above half the total burst, so a
+//     foreground caller arriving after background activity finds half a
+//     burst ready: a foreground request up to burst/2 is never delayed by
+//     background, a larger one by at most the rest of one burst. With both
+//     saturating, foreground gets the full rate and background the rest,
+//     further held to its own cap when one is set.
+//   - Zero is unlimited: a call no rate applies to returns at once, without
+//     locks or timers. A nil *Limiter is unlimited too.
+//   - Runtime changes. SetLimits takes effect for callers already waiting:
+//     the debt they still owe is repaid at the new rate.
+//   - Cancellation. A call returns ctx.Err() as soon as ctx is done and gives
+//     back the piece it was waiting for (as far as x/time/rate can: tokens
+//     reserved after it by others stay reserved). Pieces already granted
+//     stay spent.
+//
+// Not guaranteed: fairness among background callers beyond arrival order
+// per piece; precision of the give-back on cancellation after a rate
+// change; that callers actually do the I/O they were granted. Burst is
+// DefaultBurstWindow of each bucket's rate (at least MinBurst) unless
+// WithBurst fixes it.
+//
+// Time comes from a Clock (WithClock). Tests use ManualClock and jump from
+// deadline to deadline, so simulated minutes run in milliseconds and no
+// assertion depends on the wall clock.
+package iolimit

@@ -1,0 +1,115 @@
+package meta
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// benchObject is a realistic HLS-chunk record: about 150-200 bytes encoded.
+func benchObject(bucket string, i int) *Object {
+	return &Object{
+		Bucket: bucket, Key: benchKey(i), Version: uint64(i) + 1, Size: 400_000 + int64(i%1000),
+		ETag:        fmt.Sprintf(`"%032x"`, uint64(i)*0x9e3779b97f4a7c15),
+		Modified:    time.Unix(1_700_000_000+int64(i), 0).UTC(),
+		ContentType: "video/mp2t", CacheControl: "max-age=31536000",
+		UserMeta:          map[string]string{"camera": fmt.Sprint(i % 5000), "stream": "main"},
+		ChecksumAlgorithm: "CRC32C", ChecksumType: "FULL_OBJECT", Checksum: "yZRlqg==",
+		Expiry:  time.Unix(1_702_592_000+int64(i), 0).UTC(),
+		Extents: []Extent{{Segment: uint64(i / 2500), Offset: int64(i%2500) * 400_064, Length: 400_064, Size: 400_000}},
+		Owner:   "AKIAIOSFODNN7EXAMPLE",
+	}
+}
+
+// benchKey spreads objects over 5,000 camera directories of chunks.
+func benchKey(i int) string {
+	return fmt.Sprintf("cam%04d/2024-05-01/chunk-%09d.ts", i%5000, i)
+}
+
+func loadBench(b *testing.B, db *DB, n int) {
+	for start := 0; start < n; start += 10_000 {
+		batch := db.NewBatch()
+		for i := start; i < min(n, start+10_000); i++ {
+			batch.PutObject(benchObject("bench", i))
+		}
+		if err := batch.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		batch.Close()
+	}
+}
+
+func benchDB(b *testing.B) *DB {
+	db, err := Open(Options{FS: vfs.Default, Dir: b.TempDir(), Sync: false, Logger: quietLogger})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// BenchmarkPutObjectBatch commits one object per batch, synced, as a PUT
+// does (concurrent PUTs share the fsync; this one is alone).
+func BenchmarkPutObjectBatch(b *testing.B) {
+	for _, sync := range []bool{false, true} {
+		b.Run(fmt.Sprintf("sync=%v", sync), func(b *testing.B) {
+			db := benchDB(b)
+			if sync {
+				db.write = pebble.Sync
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				batch := db.NewBatch()
+				batch.PutObject(benchObject("bench", i))
+				batch.AddDead(uint64(i%64), 100)
+				if err := batch.Commit(); err != nil {
+					b.Fatal(err)
+				}
+				batch.Close()
+				i++
+			}
+		})
+	}
+}
+
+func BenchmarkGetObject(b *testing.B) {
+	const n = 200_000
+	db := benchDB(b)
+	loadBench(b, db, n)
+	rng := rand.New(rand.NewPCG(1, 1))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := db.GetObject("bench", benchKey(rng.IntN(n))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkListObjectsPage(b *testing.B) {
+	const n = 200_000
+	db := benchDB(b)
+	loadBench(b, db, n)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, tc := range []struct {
+		name string
+		opts func() ListOptions
+	}{
+		{"flat", func() ListOptions { return ListOptions{StartAfter: benchKey(rng.IntN(n)), MaxKeys: 1000} }},
+		{"delimiter", func() ListOptions { return ListOptions{Delimiter: "/", MaxKeys: 1000} }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := db.ListObjects("bench", tc.opts())
+				if err != nil || len(res.Objects)+len(res.CommonPrefixes) == 0 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

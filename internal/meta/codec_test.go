@@ -1,0 +1,167 @@
+package meta
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func fullObject() *Object {
+	return &Object{
+		Bucket: "media", Key: "cam/日本/\x00\xff.ts", Version: math.MaxUint64, Size: 5 << 30,
+		ETag: `"abc-3"`, Modified: ts(1_700_000_000),
+		ContentType: "video/mp2t", ContentEncoding: "gzip", ContentDisposition: `attachment; filename="a.ts"`,
+		ContentLanguage: "fr", CacheControl: "max-age=60", Expires: "Wed, 21 Oct 2015 07:28:00 GMT",
+		UserMeta: map[string]string{"camera": "12", "b": "", "z": "ü"}, Tags: map[string]string{"k": "v"},
+		ChecksumAlgorithm: "CRC32C", ChecksumType: "COMPOSITE", Checksum: "yZRlqg==",
+		Expiry: ts(1_800_000_000),
+		Parts: []PartSummary{{Number: 1, Size: 5 << 20, ETag: `"p1"`, Checksum: "AAAA"},
+			{Number: 10000, Size: 1, ETag: `"p2"`}},
+		Extents: []Extent{{1, 0, 100, 90}, {math.MaxUint64, math.MaxInt64, -1, 0}},
+		Owner:   "AKID",
+	}
+}
+
+func fullUpload() *Upload {
+	return &Upload{
+		Bucket: "media", Key: "a\x00b", UploadID: NewUploadID(42), Version: 42, Initiated: ts(-5),
+		Owner: "AKID", ContentType: "text/plain", ContentEncoding: "br", ContentDisposition: "inline",
+		ContentLanguage: "de", CacheControl: "no-cache", Expires: "0",
+		UserMeta: map[string]string{"x": "y"}, Tags: map[string]string{"t1": "1", "t2": "2"},
+		ChecksumAlgorithm: "SHA256", ChecksumType: "FULL_OBJECT",
+	}
+}
+
+func fullBucket() *Bucket {
+	return &Bucket{Name: "media", Owner: "AKID", Created: ts(1), Region: "us-east-1", ACL: ACLPublicRead,
+		CORS: []byte("<CORSConfiguration/>"), Lifecycle: []byte{}, Tagging: nil, Policy: []byte(`{"a":1}`)}
+}
+
+func fullPart() *Part {
+	return &Part{UploadID: NewUploadID(9), Number: 10000, Size: 5 << 20, ETag: `"e"`, Checksum: "c",
+		Modified: ts(3), Extents: []Extent{{7, 8, 9, 10}}}
+}
+
+// codecCase is one record type: encode, decode from the encoding, and the
+// values to round-trip.
+type codecCase struct {
+	name   string
+	values []any
+	encode func(any) []byte
+	decode func(v any, data []byte) (any, error)
+}
+
+var codecCases = []codecCase{
+	{
+		name:   "object",
+		values: []any{fullObject(), &Object{Bucket: "b", Key: ""}, sampleObject("b", "k")},
+		encode: func(v any) []byte { return encodeObject(v.(*Object)) },
+		decode: func(v any, data []byte) (any, error) {
+			o := v.(*Object)
+			return decodeObject(o.Bucket, o.Key, data)
+		},
+	},
+	{
+		name:   "upload",
+		values: []any{fullUpload(), &Upload{Bucket: "b", UploadID: NewUploadID(1)}},
+		encode: func(v any) []byte { return encodeUpload(v.(*Upload)) },
+		decode: func(v any, data []byte) (any, error) {
+			u := v.(*Upload)
+			return decodeUpload(u.Bucket, u.Key, u.UploadID, data)
+		},
+	},
+	{
+		name:   "bucket",
+		values: []any{fullBucket(), &Bucket{Name: "x"}},
+		encode: func(v any) []byte { return encodeBucket(v.(*Bucket)) },
+		decode: func(v any, data []byte) (any, error) { return decodeBucket(v.(*Bucket).Name, data) },
+	},
+	{
+		name:   "part",
+		values: []any{fullPart(), &Part{UploadID: NewUploadID(0), Number: 1}},
+		encode: func(v any) []byte { return encodePart(v.(*Part)) },
+		decode: func(v any, data []byte) (any, error) {
+			p := v.(*Part)
+			return decodePart(p.UploadID, p.Number, data)
+		},
+	},
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	for _, c := range codecCases {
+		for i, v := range c.values {
+			data := c.encode(v)
+			got, err := c.decode(v, data)
+			if err != nil {
+				t.Fatalf("%s #%d: decode: %v", c.name, i, err)
+			}
+			if !reflect.DeepEqual(got, v) {
+				t.Errorf("%s #%d: round trip\n got %+v\nwant %+v", c.name, i, got, v)
+			}
+			if again := c.encode(got); !bytes.Equal(again, data) {
+				t.Errorf("%s #%d: encoding not deterministic", c.name, i)
+			}
+		}
+	}
+}
+
+// Every proper prefix, an unknown version and a trailing byte must fail
+// with ErrCorrupt, never panic.
+func TestRecordDecodeRejectsDamage(t *testing.T) {
+	for _, c := range codecCases {
+		v := c.values[0]
+		data := c.encode(v)
+		for n := 0; n < len(data); n++ {
+			if _, err := c.decode(v, data[:n]); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s truncated to %d of %d bytes: err = %v, want ErrCorrupt", c.name, n, len(data), err)
+			}
+		}
+		bad := bytes.Clone(data)
+		bad[0] = 99
+		if _, err := c.decode(v, bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s unknown version: err = %v", c.name, err)
+		}
+		if _, err := c.decode(v, append(bytes.Clone(data), 0)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s trailing byte: err = %v", c.name, err)
+		}
+	}
+}
+
+func TestTimeEncoding(t *testing.T) {
+	for _, tm := range []time.Time{{}, time.Unix(0, 0).UTC(), time.Unix(-1, 999_999_999).UTC(),
+		time.Date(9999, 12, 31, 23, 59, 59, 1, time.UTC)} {
+		e := encoder{}
+		e.time(tm)
+		d := decoder{buf: e.buf}
+		got := d.time()
+		if err := d.finish("time"); err != nil || got != tm {
+			t.Errorf("time %v: got %v, %v", tm, got, err)
+		}
+	}
+	// A time in another zone decodes as the same instant in UTC.
+	local := time.Date(2024, 5, 1, 12, 0, 0, 5, time.FixedZone("X", 3600))
+	e := encoder{}
+	e.time(local)
+	d := decoder{buf: e.buf}
+	if got := d.time(); !got.Equal(local) || got.Location() != time.UTC {
+		t.Errorf("zoned time: got %v", got)
+	}
+}
+
+func TestHugeCountRejectedWithoutAllocation(t *testing.T) {
+	// version, then a user-metadata count of 2^62 after a minimal prefix.
+	e := encoder{}
+	e.byte1(objectFormat)
+	e.uvarint(1)
+	e.varint(1)
+	e.str("")
+	e.time(time.Time{})
+	e.strs("", "", "", "", "", "")
+	e.uvarint(1 << 62)
+	if _, err := decodeObject("b", "k", e.buf); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("err = %v, want ErrCorrupt", err)
+	}
+}

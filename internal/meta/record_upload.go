@@ -1,0 +1,92 @@
+package meta
+
+// uploadFormat is the format version of the multipart upload record:
+//
+//	+-----------------------+
+//	| 0x01                  |  byte, format version
+//	| version               |  uvarint, reserved for the completed object
+//	| initiated             |  time
+//	| owner                 |  string
+//	| content-type          |  string
+//	| content-encoding      |  string
+//	| content-disposition   |  string
+//	| content-language      |  string
+//	| cache-control         |  string
+//	| expires               |  string
+//	| user metadata         |  map
+//	| tags                  |  map
+//	| checksum algorithm    |  string
+//	| checksum type         |  string
+//	+-----------------------+
+//
+// Bucket, key and upload ID are the pebble key
+// ("u" bucket 0x00 key 0x00 uploadID).
+const uploadFormat = 1
+
+func encodeUpload(u *Upload) []byte {
+	e := encoder{buf: make([]byte, 0, 96)}
+	e.byte1(uploadFormat)
+	e.uvarint(u.Version)
+	e.time(u.Initiated)
+	e.str(u.Owner)
+	e.strs(u.ContentType, u.ContentEncoding, u.ContentDisposition, u.ContentLanguage, u.CacheControl, u.Expires)
+	e.strMap(u.UserMeta)
+	e.strMap(u.Tags)
+	e.strs(u.ChecksumAlgorithm, u.ChecksumType)
+	return e.buf
+}
+
+func decodeUpload(bucket, key, uploadID string, value []byte) (*Upload, error) {
+	d := decoder{buf: value}
+	d.version("upload", uploadFormat)
+	u := &Upload{Bucket: bucket, Key: key, UploadID: uploadID}
+	u.Version = d.uvarint()
+	u.Initiated = d.time()
+	u.Owner = d.str()
+	d.strs(&u.ContentType, &u.ContentEncoding, &u.ContentDisposition, &u.ContentLanguage, &u.CacheControl, &u.Expires)
+	u.UserMeta = d.strMap()
+	u.Tags = d.strMap()
+	d.strs(&u.ChecksumAlgorithm, &u.ChecksumType)
+	if err := d.finish("upload " + uploadID); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// partFormat is the format version of the part record:
+//
+//	+-----------------------+
+//	| 0x01                  |  byte, format version
+//	| size                  |  varint
+//	| etag                  |  string
+//	| checksum              |  string
+//	| modified              |  time
+//	| extents               |  uvarint count, then extent each
+//	+-----------------------+
+//
+// Upload ID and part number are the pebble key ("p" uploadID number).
+const partFormat = 1
+
+func encodePart(p *Part) []byte {
+	e := encoder{buf: make([]byte, 0, 64+16*len(p.Extents))}
+	e.byte1(partFormat)
+	e.varint(p.Size)
+	e.strs(p.ETag, p.Checksum)
+	e.time(p.Modified)
+	e.extents(p.Extents)
+	return e.buf
+}
+
+func decodePart(uploadID string, number int, value []byte) (*Part, error) {
+	d := decoder{buf: value}
+	d.version("part", partFormat)
+	p := &Part{UploadID: uploadID, Number: number}
+	p.Size = d.varint()
+	d.strs(&p.ETag, &p.Checksum)
+	p.Modified = d.time()
+	p.Extents = d.extents()
+	if err := d.finish("part"); err != nil {
+		return nil, err
+	}
+	return p, nil
+}

@@ -1,0 +1,117 @@
+package meta
+
+import "time"
+
+// Extent names a run of payload bytes in a blob segment. It mirrors
+// blob.Extent field for field; the engine converts between the two so that
+// meta does not depend on blob.
+type Extent struct {
+	Segment uint64 // segment ID
+	Offset  int64  // offset of the record in the segment
+	Length  int64  // bytes occupied in the segment (record framing included)
+	Size    int64  // payload bytes
+}
+
+// Canned bucket ACLs.
+const (
+	ACLPrivate         = "private"
+	ACLPublicRead      = "public-read"
+	ACLPublicReadWrite = "public-read-write"
+)
+
+// Bucket is a bucket's configuration. The Name is the record's key; the
+// configuration documents (CORS, lifecycle, tagging, policy) are kept as the
+// raw bytes the client sent and parsed by the layers that use them.
+type Bucket struct {
+	Name      string
+	Owner     string // access key of the creator
+	Created   time.Time
+	Region    string
+	ACL       string // canned ACL, one of the ACL* constants
+	CORS      []byte // raw XML, nil when unset
+	Lifecycle []byte // raw XML, nil when unset
+	Tagging   []byte // raw XML, nil when unset
+	Policy    []byte // raw JSON, nil when unset
+}
+
+// PartSummary records one part of a completed multipart object, enough to
+// answer GetObject?partNumber= and to verify a composite checksum.
+type PartSummary struct {
+	Number   int
+	Size     int64
+	ETag     string
+	Checksum string
+}
+
+// Object is the record of the current version of one key. Bucket and Key
+// come from the pebble key and are not stored in the value.
+type Object struct {
+	Bucket  string
+	Key     string
+	Version uint64 // from NextVersion: unique per write, larger is newer
+	Size    int64
+	ETag    string // quoted or not, as the engine chooses; stored verbatim
+	// Modified is the time of the write (Last-Modified).
+	Modified time.Time
+
+	ContentType        string
+	ContentEncoding    string
+	ContentDisposition string
+	ContentLanguage    string
+	CacheControl       string
+	Expires            string // the Expires header, verbatim
+	UserMeta           map[string]string
+	Tags               map[string]string
+
+	ChecksumAlgorithm string // "CRC32", "CRC32C", "SHA1", "SHA256", "CRC64NVME" or ""
+	ChecksumType      string // "FULL_OBJECT" or "COMPOSITE"
+	Checksum          string // base64
+
+	// Expiry is when lifecycle expires the object; zero means never.
+	Expiry time.Time
+	// Parts is set for objects made by CompleteMultipartUpload.
+	Parts []PartSummary
+	// Extents hold the payload in order; their Sizes sum to Size.
+	Extents []Extent
+	Owner   string
+}
+
+// Upload is a multipart upload in progress. Bucket, Key and UploadID come
+// from the pebble key.
+type Upload struct {
+	Bucket   string
+	Key      string
+	UploadID string // UploadIDLen lowercase hex characters, see NewUploadID
+	// Version is reserved at create and becomes the object's version when
+	// the upload completes.
+	Version   uint64
+	Initiated time.Time
+	Owner     string
+
+	ContentType        string
+	ContentEncoding    string
+	ContentDisposition string
+	ContentLanguage    string
+	CacheControl       string
+	Expires            string
+	UserMeta           map[string]string
+	Tags               map[string]string
+	ChecksumAlgorithm  string
+	ChecksumType       string
+}
+
+// Part is one uploaded part of a multipart upload. A re-uploaded part
+// number replaces the previous record (the engine marks the old extents
+// dead in the same batch).
+type Part struct {
+	UploadID string
+	Number   int // 1..MaxPartNumber
+	Size     int64
+	ETag     string
+	Checksum string // base64, of the part's ChecksumAlgorithm, "" if none
+	Modified time.Time
+	Extents  []Extent
+}
+
+// MaxPartNumber is S3's largest part number.
+const MaxPartNumber = 10000

@@ -1,0 +1,183 @@
+package meta
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// UploadListOptions selects a page of ListUploads, with the meanings of
+// S3's ListMultipartUploads parameters.
+type UploadListOptions struct {
+	Prefix    string
+	Delimiter string
+	// KeyMarker alone: start after every upload of KeyMarker. With
+	// UploadIDMarker: start after that one upload of KeyMarker.
+	KeyMarker      string
+	UploadIDMarker string
+	MaxUploads     int // uploads plus common prefixes; <= 0 or > 1000 means 1000
+}
+
+// UploadListResult is one page of ListUploads. When IsTruncated, the Next
+// markers passed back as KeyMarker/UploadIDMarker continue the listing
+// exactly (NextUploadIDMarker is "" when the page ended on a common prefix).
+type UploadListResult struct {
+	Uploads            []*Upload
+	CommonPrefixes     []string
+	IsTruncated        bool
+	NextKeyMarker      string
+	NextUploadIDMarker string
+}
+
+// ListUploads returns one page of bucket's multipart uploads ordered by key,
+// then by creation (upload IDs begin with their version). Cost is O(page),
+// as for ListObjects.
+//
+// The order is that of the pebble keys ("u" bucket 0x00 key 0x00 uploadID).
+// For an object key containing 0x00 this can differ from (key, uploadID)
+// order; paging with the Next markers still returns every upload exactly
+// once, because pages resume at a key position, not at a filter.
+func (db *DB) ListUploads(bucket string, o UploadListOptions) (*UploadListResult, error) {
+	limit := o.MaxUploads
+	if limit <= 0 {
+		limit = DefaultMaxKeys
+	}
+	limit = clampMax(limit)
+	base := uploadPrefix(bucket)
+	lower := append(bytes.Clone(base), o.Prefix...)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: successor(lower)})
+	if err != nil {
+		return nil, fmt.Errorf("list uploads %q: %w", bucket, err)
+	}
+	start := lower
+	skipMarkerKey := false
+	if o.KeyMarker != "" {
+		after := append(append(bytes.Clone(base), o.KeyMarker...), 0)
+		if o.UploadIDMarker != "" {
+			// Just past the marker upload's own key.
+			after = append(append(after, o.UploadIDMarker...), 0)
+		} else {
+			skipMarkerKey = true
+		}
+		if bytes.Compare(after, start) > 0 {
+			start = after
+		}
+	}
+	res := &UploadListResult{}
+	count := 0
+	for valid := it.SeekGE(start); valid; {
+		full := it.Key()
+		key, id, ok := parseUploadSuffix(full[len(base):])
+		if !ok {
+			_ = it.Close()
+			return nil, fmt.Errorf("list uploads: %w: upload key %q", ErrCorrupt, full)
+		}
+		if !strings.HasPrefix(key, o.Prefix) {
+			// A Prefix containing 0x00 can match the key separator of a
+			// shorter key ("a" 0x00 id for Prefix "a\x00").
+			valid = it.Next()
+			continue
+		}
+		if o.Delimiter != "" {
+			if i := strings.Index(key[len(o.Prefix):], o.Delimiter); i >= 0 {
+				cp := key[:len(o.Prefix)+i+len(o.Delimiter)]
+				if cp > o.KeyMarker {
+					if count == limit {
+						res.IsTruncated = true
+						break
+					}
+					res.CommonPrefixes = append(res.CommonPrefixes, cp)
+					res.NextKeyMarker, res.NextUploadIDMarker = cp, ""
+					count++
+				}
+				valid = it.SeekGE(successor(append(bytes.Clone(base), cp...)))
+				continue
+			}
+		}
+		if skipMarkerKey && key == o.KeyMarker {
+			valid = it.Next()
+			continue
+		}
+		if count == limit {
+			res.IsTruncated = true
+			break
+		}
+		v, err := it.ValueAndErr()
+		var u *Upload
+		if err == nil {
+			u, err = decodeUpload(bucket, key, id, v)
+		}
+		if err != nil {
+			_ = it.Close()
+			return nil, fmt.Errorf("list uploads %q: %w", bucket, err)
+		}
+		res.Uploads = append(res.Uploads, u)
+		res.NextKeyMarker, res.NextUploadIDMarker = key, id
+		count++
+		valid = it.Next()
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("list uploads %q: %w", bucket, err)
+	}
+	if !res.IsTruncated {
+		res.NextKeyMarker, res.NextUploadIDMarker = "", ""
+	}
+	return res, nil
+}
+
+// ListParts returns up to max parts of an upload with numbers greater than
+// marker, in number order, and whether more follow. max <= 0 or > 1000
+// means 1000.
+func (db *DB) ListParts(uploadID string, marker, maxParts int) (parts []*Part, truncated bool, err error) {
+	if !ValidUploadID(uploadID) {
+		return nil, false, fmt.Errorf("list parts %q: malformed ID: %w", uploadID, ErrNotFound)
+	}
+	if maxParts <= 0 {
+		maxParts = DefaultMaxKeys
+	}
+	marker = min(max(marker, 0), MaxPartNumber)
+	return db.listParts(uploadID, marker, clampMax(maxParts))
+}
+
+func (db *DB) listParts(uploadID string, marker, limit int) ([]*Part, bool, error) {
+	prefix := partPrefix(uploadID)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
+	if err != nil {
+		return nil, false, fmt.Errorf("list parts %s: %w", uploadID, err)
+	}
+	var parts []*Part
+	truncated := false
+	for valid := it.SeekGE(partKey(uploadID, marker+1)); valid; valid = it.Next() {
+		if len(parts) == limit {
+			truncated = true
+			break
+		}
+		k := it.Key()
+		v, err := it.ValueAndErr()
+		var p *Part
+		if err == nil {
+			p, err = decodePart(uploadID, int(k[len(k)-2])<<8|int(k[len(k)-1]), v)
+		}
+		if err != nil {
+			_ = it.Close()
+			return nil, false, fmt.Errorf("list parts %s: %w", uploadID, err)
+		}
+		parts = append(parts, p)
+	}
+	if err := it.Close(); err != nil {
+		return nil, false, fmt.Errorf("list parts %s: %w", uploadID, err)
+	}
+	return parts, truncated, nil
+}
+
+// AllParts returns every part of an upload in number order (at most
+// MaxPartNumber), for CompleteMultipartUpload.
+func (db *DB) AllParts(uploadID string) ([]*Part, error) {
+	if !ValidUploadID(uploadID) {
+		return nil, fmt.Errorf("all parts %q: malformed ID: %w", uploadID, ErrNotFound)
+	}
+	parts, _, err := db.listParts(uploadID, 0, MaxPartNumber)
+	return parts, err
+}

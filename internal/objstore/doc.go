@@ -1,0 +1,44 @@
+// Package objstore gives S3 semantics over the two stores b3 keeps: the
+// ordered metadata index (package meta, on pebble) and the append-only
+// segment files (package blob).
+//
+// # The write path, in the order things become durable
+//
+//	PutObject
+//	  1. reserve a version (meta.NextVersion: unique, never reused)
+//	  2. register the write as in flight (pins segments >= the active one
+//	     against vacuum, see below)
+//	  3. stream the body into segment records owned by (bucket/key, version);
+//	     blob.Append returns once they are synced (per the sync policy)
+//	  4. Finish: the caller fills in ETag and checksums, or rejects the body
+//	  5. under the key lock: check preconditions against the current record,
+//	     then commit one meta batch that installs the new record and adds the
+//	     replaced record's extents to their segments' dead-byte counters
+//	  6. acknowledge
+//
+// A failure before step 5 leaves only unreferenced records behind; their
+// bytes are counted dead at once, or (after a crash) found by vacuum.
+//
+// # Invariants
+//
+//   - Each segment record is referenced by at most one metadata record: the
+//     object or multipart part of its owner (bucket/key, version). Extents are
+//     never shared between objects; CopyObject copies bytes.
+//   - Once no metadata record references a record, none ever will again:
+//     versions are never reused, and the only move of a reference is
+//     CompleteMultipartUpload handing a part's extents to the object, which
+//     happens in one batch under the key lock.
+//   - Every change of one key's records (put, delete, complete, vacuum swap)
+//     happens under that key's lock, so vacuum's compare-and-swap cannot undo
+//     a concurrent write or delete.
+//
+// # Vacuum
+//
+// A segment whose dead bytes pass the threshold is rewritten: its records
+// still referenced are copied forward (background I/O priority), and each
+// referencing record is switched to the copy only if it still references the
+// original. The segment file is removed only when every live record in it
+// was moved, and only when no write still in flight may reference it. A
+// crash at any point leaves either the old reference (to a segment that
+// still exists) or the new one (to synced copies).
+package objstore

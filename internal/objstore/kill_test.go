@@ -1,0 +1,213 @@
+package objstore
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/b3-storage/b3/internal/blob"
+)
+
+// The kill test runs the store in a child process (this test binary,
+// re-executed) that writes, overwrites and deletes concurrently with vacuum
+// running, reporting each operation before it starts and once it is
+// acknowledged. The parent kills it with SIGKILL at a random moment,
+// reopens the store and checks every key.
+const childEnv = "B3_OBJSTORE_KILL_CHILD"
+
+func killOptions(dir string) Options {
+	metaDir, dataDir := DefaultDirs(dir)
+	return Options{
+		MetaDir:         metaDir,
+		DataDir:         dataDir,
+		Sync:            blob.SyncBatch,
+		DirectIO:        true,
+		SegmentSize:     1 << 20,
+		ChunkSize:       64 << 10,
+		VacuumThreshold: 0.3,
+	}
+}
+
+func TestKill(t *testing.T) {
+	if dir := os.Getenv(childEnv); dir != "" {
+		killChild(dir)
+		return
+	}
+	kills := 20
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(7, 7))
+	// expect[key] lists the acceptable states: the last acknowledged one
+	// and, if an operation was in flight at the kill, its result.
+	state := map[string][]byte{}
+
+	for round := range kills {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKill$")
+		cmd.Env = append(os.Environ(), childEnv+"="+dir, "B3_KILL_ROUND="+strconv.Itoa(round))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			mu       sync.Mutex
+			acked    = map[string][]byte{}
+			pending  = map[string][]byte{}
+			hasAck   = map[string]bool{}
+			isPend   = map[string]bool{}
+			started  = make(chan struct{})
+			readDone = make(chan struct{})
+		)
+		go func() {
+			defer close(readDone)
+			sc := bufio.NewScanner(stdout)
+			first := true
+			for sc.Scan() {
+				f := strings.Fields(sc.Text())
+				if len(f) != 5 {
+					continue
+				}
+				key, seq, size := f[1], atoi(f[2]), atoi(f[3])
+				var v []byte
+				if f[4] == "put" {
+					v = value(key, seq, size)
+				}
+				mu.Lock()
+				switch f[0] {
+				case "BEGIN":
+					pending[key], isPend[key] = v, true
+				case "ACK":
+					acked[key], hasAck[key] = v, true
+					delete(pending, key)
+					delete(isPend, key)
+				}
+				mu.Unlock()
+				if first {
+					close(started)
+					first = false
+				}
+			}
+		}()
+		select {
+		case <-started:
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("round %d: child never started writing", round)
+		}
+		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-readDone
+		_ = cmd.Wait()
+
+		s := openStore(t, killOptions(dir))
+		mu.Lock()
+		for key, v := range acked {
+			state[key] = v
+		}
+		checked := 0
+		for key := range union(state, pending) {
+			got, err := read(s, "b", key)
+			if errors.Is(err, ErrNoSuchKey) {
+				got, err = nil, nil
+			}
+			if err != nil {
+				t.Fatalf("round %d: %s: %v", round, key, err)
+			}
+			okAcked := equalState(got, state[key])
+			okPending := isPend[key] && equalState(got, pending[key])
+			if !okAcked && !okPending {
+				t.Fatalf("round %d: %s holds %d bytes: neither the acknowledged state (%d bytes, acked this round: %v) nor the in-flight one",
+					round, key, len(got), len(state[key]), hasAck[key])
+			}
+			state[key] = got
+			checked++
+		}
+		mu.Unlock()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: %d keys verified", round, checked)
+	}
+}
+
+func equalState(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
+
+func union(a, b map[string][]byte) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// killChild writes until killed. Each key belongs to one goroutine, so at
+// most one operation per key is in flight.
+func killChild(dir string) {
+	s, err := Open(killOptions(dir))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child open:", err)
+		os.Exit(2)
+	}
+	if _, err := s.CreateBucket(bucketRecord("b")); err != nil && !errors.Is(err, ErrBucketExists) {
+		fmt.Fprintln(os.Stderr, "child bucket:", err)
+		os.Exit(2)
+	}
+	s.StartVacuum(20 * time.Millisecond)
+	round := atoi(os.Getenv("B3_KILL_ROUND"))
+	var out sync.Mutex
+	say := func(format string, args ...any) {
+		out.Lock()
+		fmt.Fprintf(os.Stdout, format, args...)
+		out.Unlock()
+	}
+	const writers = 8
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(round), uint64(w)))
+			for seq := round * 1_000_000; ; seq++ {
+				key := fmt.Sprintf("w%d/k%03d", w, r.IntN(60))
+				if r.IntN(6) == 0 {
+					say("BEGIN %s %d 0 del\n", key, seq)
+					if _, err := s.DeleteObject("b", key); err != nil {
+						fmt.Fprintln(os.Stderr, "child delete:", err)
+						os.Exit(3)
+					}
+					say("ACK %s %d 0 del\n", key, seq)
+					continue
+				}
+				size := r.IntN(200 << 10)
+				say("BEGIN %s %d %d put\n", key, seq, size)
+				_, err := s.PutObject(context.Background(), PutInput{Bucket: "b", Key: key, Body: bytes.NewReader(value(key, seq, size))})
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "child put:", err)
+					os.Exit(3)
+				}
+				say("ACK %s %d %d put\n", key, seq, size)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,226 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/meta"
+)
+
+// PutInput describes an object write.
+type PutInput struct {
+	Bucket, Key string
+	Body        io.Reader
+	// Object holds the attributes known before the body is read (content
+	// headers, user metadata, tags, expiry). Bucket, Key, Version, Size,
+	// Modified and Extents are set by the store.
+	Object *meta.Object
+	// Finish runs once the body has been consumed and its records synced,
+	// before anything is committed: it sets the ETag and checksums and may
+	// reject the body (wrong digest) by returning an error.
+	Finish func(o *meta.Object) error
+	// Precondition runs under the key's lock with the current record (nil
+	// if none) and may refuse the write (If-Match, If-None-Match).
+	Precondition func(cur *meta.Object) error
+}
+
+// PutObject stores an object. It returns once the object is durable under
+// the store's sync policy. The data path, in order: body -> synced records
+// -> Finish -> (key lock) precondition -> one meta batch -> acknowledge.
+func (s *Store) PutObject(ctx context.Context, in PutInput) (*meta.Object, error) {
+	if _, err := s.GetBucket(in.Bucket); err != nil {
+		return nil, err
+	}
+	version, err := s.meta.NextVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reserve version: %w", err)
+	}
+	write := s.inflight.register(s.activeSegment)
+	defer s.inflight.done(write)
+
+	owner := blob.Owner{Key: ownerKey(in.Bucket, in.Key), Version: version}
+	exts, size, err := s.blob.Append(ctx, owner, in.Body)
+	if err != nil {
+		s.discard(exts)
+		return nil, err
+	}
+	obj := in.Object
+	if obj == nil {
+		obj = &meta.Object{}
+	}
+	obj.Bucket, obj.Key, obj.Version = in.Bucket, in.Key, version
+	obj.Size, obj.Extents = size, toMeta(exts)
+	obj.Modified = time.Now().UTC()
+	if in.Finish != nil {
+		if err := in.Finish(obj); err != nil {
+			s.discard(exts)
+			return nil, err
+		}
+	}
+	err = s.withBucket(in.Bucket, func() error {
+		return s.commitObject(obj, in.Precondition, nil)
+	})
+	if err != nil {
+		s.discard(exts)
+		return nil, err
+	}
+	return obj, nil
+}
+
+// commitObject installs obj under the key lock: it checks the precondition
+// against the current record, then commits obj and the replaced record's
+// dead bytes in one batch. extra, if set, adds to the same batch.
+func (s *Store) commitObject(obj *meta.Object, precondition func(*meta.Object) error, extra func(*meta.Batch, map[uint64]int64)) error {
+	unlock := s.lockKey(obj.Bucket, obj.Key)
+	defer unlock()
+	return s.commitObjectLocked(obj, precondition, extra)
+}
+
+// commitObjectLocked is commitObject for a caller holding the key lock.
+func (s *Store) commitObjectLocked(obj *meta.Object, precondition func(*meta.Object) error, extra func(*meta.Batch, map[uint64]int64)) error {
+	cur, err := s.currentObject(obj.Bucket, obj.Key)
+	if err != nil {
+		return err
+	}
+	if precondition != nil {
+		if err := precondition(cur); err != nil {
+			return err
+		}
+	}
+	b := s.meta.NewBatch()
+	defer b.Close()
+	counts := map[uint64]int64{}
+	b.PutObject(obj)
+	if cur != nil {
+		addDead(b, cur.Extents, counts)
+	}
+	if extra != nil {
+		extra(b, counts)
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("commit %s/%s: %w", obj.Bucket, obj.Key, err)
+	}
+	s.noteDead(counts)
+	return nil
+}
+
+// currentObject returns the stored record, expired or not, or nil.
+func (s *Store) currentObject(bucket, key string) (*meta.Object, error) {
+	cur, err := s.meta.GetObject(bucket, key)
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil, nil
+	}
+	return cur, err
+}
+
+// HeadObject returns the object's record, or ErrNoSuchKey. An object past
+// its expiry time is invisible even before the lifecycle sweeper deletes it.
+func (s *Store) HeadObject(bucket, key string) (*meta.Object, error) {
+	obj, err := s.meta.GetObject(bucket, key)
+	if errors.Is(err, meta.ErrNotFound) {
+		if _, berr := s.GetBucket(bucket); berr != nil {
+			return nil, berr
+		}
+		return nil, ErrNoSuchKey
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !obj.Expiry.IsZero() && !time.Now().Before(obj.Expiry) {
+		return nil, ErrNoSuchKey
+	}
+	return obj, nil
+}
+
+// RangeFunc chooses, from the object's record, which bytes to read. It may
+// also refuse (a failed precondition, an unsatisfiable range).
+type RangeFunc func(obj *meta.Object) (off, n int64, err error)
+
+// WholeObject reads every byte.
+func WholeObject(obj *meta.Object) (int64, int64, error) { return 0, obj.Size, nil }
+
+// OpenObject returns the object's record and a reader of the bytes rng
+// selects. The reader streams from the segment files, verifying record CRCs;
+// the caller must Close it.
+func (s *Store) OpenObject(ctx context.Context, bucket, key string, rng RangeFunc) (*meta.Object, io.ReadCloser, error) {
+	for attempt := 0; ; attempt++ {
+		obj, err := s.HeadObject(bucket, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		off, n, err := rng(obj)
+		if err != nil {
+			return obj, nil, err
+		}
+		r, err := s.blob.NewReader(ctx, toBlob(obj.Extents), off, n)
+		// Vacuum may have moved the object and removed the segment between
+		// reading the record and opening the reader: read the record again.
+		if errors.Is(err, fs.ErrNotExist) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("open %s/%s: %w", bucket, key, err)
+		}
+		return obj, r, nil
+	}
+}
+
+// DeleteObject removes the object if present and returns the removed record
+// (nil if there was none: deleting a missing key succeeds, as in S3).
+func (s *Store) DeleteObject(bucket, key string) (*meta.Object, error) {
+	if _, err := s.GetBucket(bucket); err != nil {
+		return nil, err
+	}
+	unlock := s.lockKey(bucket, key)
+	defer unlock()
+	cur, err := s.currentObject(bucket, key)
+	if err != nil || cur == nil {
+		return nil, err
+	}
+	b := s.meta.NewBatch()
+	defer b.Close()
+	counts := map[uint64]int64{}
+	b.DeleteObject(bucket, key)
+	addDead(b, cur.Extents, counts)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("delete %s/%s: %w", bucket, key, err)
+	}
+	s.noteDead(counts)
+	return cur, nil
+}
+
+// UpdateObject rewrites an object's attributes (tags, for instance) without
+// touching its data. fn sees the current record; the version must not
+// change.
+func (s *Store) UpdateObject(bucket, key string, fn func(*meta.Object) error) (*meta.Object, error) {
+	unlock := s.lockKey(bucket, key)
+	defer unlock()
+	cur, err := s.currentObject(bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil {
+		return nil, ErrNoSuchKey
+	}
+	if err := fn(cur); err != nil {
+		return nil, err
+	}
+	b := s.meta.NewBatch()
+	defer b.Close()
+	b.PutObject(cur)
+	return cur, b.Commit()
+}
+
+func (s *Store) activeSegment() uint64 {
+	for _, seg := range s.blob.Segments() {
+		if seg.Active {
+			return seg.ID
+		}
+	}
+	return 0
+}

@@ -1,0 +1,91 @@
+package s3api
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+func TestBuckets(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	root, other := e.root(), e.client(otherUser, aws.RequestChecksumCalculationWhenSupported)
+
+	e.mustCreateBucket("photos")
+	_, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("photos")})
+	wantCode(t, err, "BucketAlreadyOwnedByYou")
+	_, err = other.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("photos")})
+	wantCode(t, err, "BucketAlreadyExists")
+	for _, bad := range []string{"ab", "Upper", "a..b", "192.168.1.1", "-dash", "under_score", "xn--punycode"} {
+		_, err = root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bad)})
+		wantCode(t, err, "InvalidBucketName")
+	}
+	_, err = root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("elsewhere"),
+		CreateBucketConfiguration: &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraintEuWest1}})
+	wantCode(t, err, "InvalidLocationConstraint")
+
+	// Each user lists only their own buckets.
+	if _, err := other.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("others")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		client *s3.Client
+		want   string
+	}{{root, "photos"}, {other, "others"}} {
+		out, err := tc.client.ListBuckets(ctx, &s3.ListBucketsInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Buckets) != 1 || aws.ToString(out.Buckets[0].Name) != tc.want {
+			t.Fatalf("want only %s, got %+v", tc.want, out.Buckets)
+		}
+	}
+
+	if _, err := root.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("photos")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = root.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("missing")})
+	wantCode(t, err, "NotFound") // HEAD has no body: the SDK names the status
+	_, err = other.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("photos")})
+	wantCode(t, err, "Forbidden")
+
+	loc, err := root.GetBucketLocation(ctx, &s3.GetBucketLocationInput{Bucket: aws.String("photos")})
+	if err != nil || loc.LocationConstraint != "" {
+		t.Fatalf("location: %+v %v", loc, err)
+	}
+	ver, err := root.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String("photos")})
+	if err != nil || ver.Status != "" {
+		t.Fatalf("versioning: %+v %v", ver, err)
+	}
+
+	e.mustPut("photos", "a.jpg", []byte("x"))
+	_, err = root.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("photos")})
+	wantCode(t, err, "BucketNotEmpty")
+	_, err = other.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("photos")})
+	wantCode(t, err, "AccessDenied")
+	if _, err := root.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("photos"), Key: aws.String("a.jpg")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("photos")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = root.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("photos")})
+	wantCode(t, err, "NoSuchBucket")
+}
+
+func TestValidBucketName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"abc": true, "my.bucket-1": true, "a-b.c": true, "123": true,
+		"ab": false, "ABC": false, "a_b": false, ".abc": false, "abc-": false, "a..b": false,
+		"a.-b": false, "10.0.0.1": false, "xn--abc": false, "abc-s3alias": false,
+		"a234567890123456789012345678901234567890123456789012345678901234": false,
+		"a\x00b": false,
+	} {
+		if got := validBucketName(name); got != want {
+			t.Errorf("validBucketName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,254 @@
+package s3api
+
+import (
+	"encoding/xml"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/b3-storage/b3/internal/checksum"
+	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
+)
+
+var (
+	opCopyObject     = operation{name: "CopyObject", perm: permWrite, handle: (*Server).copyObject}
+	opUploadPartCopy = operation{name: "UploadPartCopy", perm: permWrite, handle: (*Server).uploadPartCopy}
+)
+
+// copySource parses x-amz-copy-source: "[/]bucket/key[?versionId=...]",
+// URL-encoded. Only the current version ("null" or none) exists.
+func copySource(h http.Header) (bucket, key string, err error) {
+	raw := h.Get("x-amz-copy-source")
+	path, query, _ := strings.Cut(raw, "?")
+	if query != "" {
+		q, _ := url.ParseQuery(query)
+		if v := q.Get("versionId"); v != "" && v != "null" {
+			return "", "", apiErr("NoSuchVersion", 404, "The specified version does not exist.")
+		}
+	}
+	decoded, perr := url.PathUnescape(path)
+	if perr != nil {
+		return "", "", errInvalidCopySource
+	}
+	decoded = strings.TrimPrefix(decoded, "/")
+	bucket, key, ok := strings.Cut(decoded, "/")
+	if !ok || bucket == "" || key == "" {
+		return "", "", errInvalidCopySource
+	}
+	if len(key) > maxKeyLength {
+		return "", "", errKeyTooLong
+	}
+	return bucket, key, nil
+}
+
+// openCopySource authorizes a read of the source, evaluates the
+// x-amz-copy-source-if-* conditions and opens the bytes rng selects.
+func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int64, error)) (*meta.Object, io.ReadCloser, error) {
+	bucket, key, err := copySource(rq.Header)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := s.store.GetBucket(bucket)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !allowed(src, rq.accessKey, permRead) {
+		return nil, nil, errAccessDenied
+	}
+	conds := readCopyConditions(rq.Header)
+	return s.store.OpenObject(rq.Context(), bucket, key, func(obj *meta.Object) (int64, int64, error) {
+		if err := conds.check(obj, false); err != nil {
+			return 0, 0, err
+		}
+		return rng(obj)
+	})
+}
+
+type copyObjectResult struct {
+	XMLName           xml.Name `xml:"CopyObjectResult"`
+	Xmlns             string   `xml:"xmlns,attr"`
+	LastModified      string
+	ETag              string
+	ChecksumCRC32     string `xml:",omitempty"`
+	ChecksumCRC32C    string `xml:",omitempty"`
+	ChecksumCRC64NVME string `xml:",omitempty"`
+	ChecksumSHA1      string `xml:",omitempty"`
+	ChecksumSHA256    string `xml:",omitempty"`
+	ChecksumType      string `xml:",omitempty"`
+}
+
+// copyObject copies bytes: extents are never shared between objects (an
+// objstore invariant), so the source is streamed into a new write, with
+// its MD5 and checksum computed on the way as for a PUT.
+func (s *Server) copyObject(rq *request) error {
+	directive := rq.Header.Get("x-amz-metadata-directive")
+	if directive != "" && directive != "COPY" && directive != "REPLACE" {
+		return errInvalidArgument.withMessage("Unknown metadata directive.")
+	}
+	tagDirective := rq.Header.Get("x-amz-tagging-directive")
+	if tagDirective != "" && tagDirective != "COPY" && tagDirective != "REPLACE" {
+		return errInvalidArgument.withMessage("Unknown tagging directive.")
+	}
+	srcBucket, srcKey, err := copySource(rq.Header)
+	if err != nil {
+		return err
+	}
+	replacement, err := s.objectFromHeaders(rq)
+	if err != nil {
+		return err
+	}
+	precondition, err := putPrecondition(rq.Header)
+	if err != nil {
+		return err
+	}
+	algName := rq.Header.Get(checksum.HeaderAlgorithm)
+	if srcBucket == rq.bucket && srcKey == rq.key && directive != "REPLACE" && algName == "" &&
+		rq.Header.Get("x-amz-storage-class") == "" && tagDirective != "REPLACE" {
+		return errInvalidCopyDest
+	}
+	srcObj, body, err := s.openCopySource(rq, objstore.WholeObject)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	if srcObj.Size > maxPutSize {
+		return errInvalidRequest.withMessage("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
+	}
+
+	obj := &meta.Object{Owner: rq.accessKey}
+	if directive == "REPLACE" {
+		attrsOfObject(replacement).toObject(obj)
+	} else {
+		attrsOfObject(srcObj).toObject(obj)
+	}
+	if tagDirective == "REPLACE" {
+		obj.Tags = replacement.Tags
+	} else {
+		obj.Tags = srcObj.Tags
+	}
+	// Keep the source's checksum algorithm unless another is asked for.
+	alg, _ := checksum.ParseAlgorithm(srcObj.ChecksumAlgorithm)
+	if algName != "" {
+		var ok bool
+		if alg, ok = checksum.ParseAlgorithm(algName); !ok {
+			return errInvalidRequest.withMessage("Checksum algorithm provided is unsupported.")
+		}
+	}
+	cr := checksum.NewReader(body, checksum.Expected{}, alg)
+	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
+		Bucket: rq.bucket, Key: rq.key,
+		Body:   &uploadBody{src: cr, want: srcObj.Size},
+		Object: obj,
+		Finish: func(o *meta.Object) error {
+			o.ETag = cr.ETag()
+			if c, ok := cr.Checksum(alg); ok {
+				o.ChecksumAlgorithm, o.Checksum, o.ChecksumType = alg.String(), c.Base64(), checksum.FullObject.String()
+			}
+			return nil
+		},
+		Precondition: precondition,
+	})
+	if err != nil {
+		return err
+	}
+	res := copyObjectResult{Xmlns: s3Namespace, LastModified: isoTime(stored.Modified), ETag: quoteETag(stored.ETag)}
+	if stored.Checksum != "" {
+		setChecksumField(alg, stored.Checksum, &res.ChecksumCRC32, &res.ChecksumCRC32C, &res.ChecksumCRC64NVME, &res.ChecksumSHA1, &res.ChecksumSHA256)
+		res.ChecksumType = stored.ChecksumType
+	}
+	return writeXML(rq, res)
+}
+
+func setChecksumField(alg checksum.Algorithm, value string, crc32, crc32c, crc64, sha1, sha256 *string) {
+	switch alg {
+	case checksum.CRC32:
+		*crc32 = value
+	case checksum.CRC32C:
+		*crc32c = value
+	case checksum.CRC64NVME:
+		*crc64 = value
+	case checksum.SHA1:
+		*sha1 = value
+	case checksum.SHA256:
+		*sha256 = value
+	}
+}
+
+type copyPartResult struct {
+	XMLName           xml.Name `xml:"CopyPartResult"`
+	Xmlns             string   `xml:"xmlns,attr"`
+	LastModified      string
+	ETag              string
+	ChecksumCRC32     string `xml:",omitempty"`
+	ChecksumCRC32C    string `xml:",omitempty"`
+	ChecksumCRC64NVME string `xml:",omitempty"`
+	ChecksumSHA1      string `xml:",omitempty"`
+	ChecksumSHA256    string `xml:",omitempty"`
+}
+
+// uploadPartCopy stores (a range of) an existing object as a part.
+func (s *Server) uploadPartCopy(rq *request) error {
+	number, err := parsePartNumber(rq)
+	if err != nil {
+		return err
+	}
+	uploadID := rq.query.Get("uploadId")
+	up, err := s.store.GetUpload(rq.bucket, rq.key, uploadID)
+	if err != nil {
+		return err
+	}
+	rangeHeader := rq.Header.Get("x-amz-copy-source-range")
+	var length int64
+	_, body, err := s.openCopySource(rq, func(obj *meta.Object) (int64, int64, error) {
+		if rangeHeader == "" {
+			length = obj.Size
+			return 0, obj.Size, nil
+		}
+		off, n, err := parseCopyRange(rangeHeader, obj.Size)
+		length = n
+		return off, n, err
+	})
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	if length > maxPutSize {
+		return errEntityTooLarge
+	}
+	alg, _ := checksum.ParseAlgorithm(up.ChecksumAlgorithm)
+	cr := checksum.NewReader(body, checksum.Expected{}, alg)
+	part, err := s.store.PutPart(rq.Context(), rq.bucket, rq.key, uploadID, number, &uploadBody{src: cr, want: length}, func(p *meta.Part) error {
+		p.ETag = cr.ETag()
+		if c, ok := cr.Checksum(alg); ok {
+			p.Checksum = c.Base64()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	res := copyPartResult{Xmlns: s3Namespace, LastModified: isoTime(part.Modified), ETag: quoteETag(part.ETag)}
+	if part.Checksum != "" {
+		setChecksumField(alg, part.Checksum, &res.ChecksumCRC32, &res.ChecksumCRC32C, &res.ChecksumCRC64NVME, &res.ChecksumSHA1, &res.ChecksumSHA256)
+	}
+	return writeXML(rq, res)
+}
+
+// parseCopyRange parses x-amz-copy-source-range: "bytes=first-last", both
+// given, within the source object.
+func parseCopyRange(v string, size int64) (off, n int64, err error) {
+	spec, ok := strings.CutPrefix(v, "bytes=")
+	first, last, ok2 := strings.Cut(spec, "-")
+	start, err1 := strconv.ParseInt(first, 10, 64)
+	end, err2 := strconv.ParseInt(last, 10, 64)
+	if !ok || !ok2 || err1 != nil || err2 != nil || start < 0 || end < start {
+		return 0, 0, errInvalidArgument.withMessage("The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
+	}
+	if end >= size {
+		return 0, 0, errInvalidArgument.withMessage("Range specified is not valid for source object of size: %d", size)
+	}
+	return start, end - start + 1, nil
+}

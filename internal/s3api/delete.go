@@ -1,0 +1,88 @@
+package s3api
+
+import (
+	"encoding/xml"
+	"unicode/utf8"
+)
+
+var opDeleteObjects = operation{name: "DeleteObjects", perm: permWrite, handle: (*Server).deleteObjects}
+
+// deleteRequest is the Delete document of DeleteObjects.
+type deleteRequest struct {
+	XMLName xml.Name `xml:"Delete"`
+	Quiet   bool
+	Objects []struct {
+		Key       string
+		VersionID string `xml:"VersionId"`
+	} `xml:"Object"`
+}
+
+type deleteResult struct {
+	XMLName xml.Name        `xml:"DeleteResult"`
+	Xmlns   string          `xml:"xmlns,attr"`
+	Deleted []deletedObject `xml:"Deleted"`
+	Errors  []deleteError   `xml:"Error"`
+}
+
+type deletedObject struct {
+	Key string
+}
+
+type deleteError struct {
+	Key     string
+	Code    string
+	Message string
+}
+
+// parseDeleteRequest decodes a Delete document: 1..1000 objects.
+func parseDeleteRequest(data []byte) (*deleteRequest, error) {
+	var req deleteRequest
+	if err := xml.Unmarshal(data, &req); err != nil {
+		return nil, errMalformedXML
+	}
+	if len(req.Objects) == 0 || len(req.Objects) > maxDeleteObjects {
+		return nil, errMalformedXML
+	}
+	return &req, nil
+}
+
+// deleteObjects deletes up to 1000 keys; each key's outcome is reported
+// (only failures when Quiet). Deleting a missing key succeeds, as in S3.
+func (s *Server) deleteObjects(rq *request) error {
+	data, err := readSmallBody(rq)
+	if err != nil {
+		return err
+	}
+	req, err := parseDeleteRequest(data)
+	if err != nil {
+		return err
+	}
+	res := deleteResult{Xmlns: s3Namespace}
+	for _, o := range req.Objects {
+		var failure error
+		switch {
+		case o.Key == "":
+			failure = errInvalidArgument.withMessage("Key must not be empty")
+		case len(o.Key) > maxKeyLength:
+			failure = errKeyTooLong
+		case !utf8.ValidString(o.Key):
+			failure = errInvalidArgument.withMessage("Object key is not valid UTF-8")
+		case o.VersionID != "" && o.VersionID != "null":
+			failure = apiErr("NoSuchVersion", 404, "The specified version does not exist.")
+		default:
+			_, failure = s.store.DeleteObject(rq.bucket, o.Key)
+		}
+		if failure != nil {
+			e, known := toAPIError(failure)
+			if !known {
+				s.log.Error("delete object", "request_id", rq.id, "bucket", rq.bucket, "key", o.Key, "err", failure)
+			}
+			res.Errors = append(res.Errors, deleteError{Key: o.Key, Code: e.S3Code(), Message: messageOf(e)})
+			continue
+		}
+		if !req.Quiet {
+			res.Deleted = append(res.Deleted, deletedObject{Key: o.Key})
+		}
+	}
+	return writeXML(rq, res)
+}

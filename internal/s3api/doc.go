@@ -1,0 +1,38 @@
+// Package s3api is b3's S3 REST API: it routes HTTP requests (path-style
+// and virtual-host-style) to S3 operations, authenticates them through
+// package s3auth, authorizes them against bucket ownership and canned
+// ACLs, and renders XML documents or S3 error XML. It knows nothing about
+// disks: every operation is a call into package objstore.
+//
+// # A request, in order
+//
+//	route        method + path + query sub-resources -> operation
+//	             (unsupported sub-resources: NotImplemented)
+//	authenticate s3auth.Verifier: SigV4 header / presigned / streaming
+//	             chunks / trailers, SigV2; the body is replaced by a
+//	             verifying reader, not read yet (100-continue is answered
+//	             only once the signature checked out)
+//	authorize    the bucket's owner, or its canned ACL (public-read,
+//	             public-read-write); missing bucket: NoSuchBucket
+//	handle       the operation; uploads stream
+//	               client -> s3auth body -> checksum.Reader (MD5 + the
+//	               requested checksum, one pass) -> objstore -> segments
+//	             and nothing is committed unless the body ended verified.
+//
+// # Guarantees
+//
+//   - Every failure is S3 error XML with a code, message, resource and
+//     request id (x-amz-request-id on every response), mapped in one
+//     place (toAPIError). Client mistakes are 4xx; a panic is recovered
+//     and answered InternalError, and logged.
+//   - An upload whose body is short, long, or fails a digest or signature
+//     leaves no object behind (objstore discards the records).
+//   - Downloads stream from objstore's reader; no handler holds an object
+//     in memory. Request documents (XML) are bounded (4 MiB).
+//   - A failure after a response started (a broken segment mid-GET) aborts
+//     the connection, so a client never takes a short body for an object.
+//
+// What it does not do: object versioning (buckets report unversioned),
+// object-level ACLs (accepted, not stored: the bucket's ACL decides),
+// bucket policies, SSE, and the sub-resources listed in route.go.
+package s3api

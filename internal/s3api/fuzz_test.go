@@ -1,0 +1,121 @@
+package s3api
+
+import (
+	"errors"
+	"testing"
+)
+
+// The request documents a client controls are parsed without panicking,
+// and a document either parses or is an S3 client error (4xx).
+
+func wantClientError(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	var e *APIError
+	if !errors.As(err, &e) || e.Status < 400 || e.Status >= 500 {
+		t.Fatalf("want a 4xx APIError, got %v", err)
+	}
+}
+
+func FuzzCompleteMultipartUpload(f *testing.F) {
+	for _, seed := range []string{
+		`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"a"</ETag></Part><Part><PartNumber>2</PartNumber><ETag>b</ETag></Part></CompleteMultipartUpload>`,
+		`<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Part><ETag>x</ETag><PartNumber>10000</PartNumber><ChecksumCRC32>AAAAAA==</ChecksumCRC32></Part></CompleteMultipartUpload>`,
+		`<CompleteMultipartUpload><Part><PartNumber>2</PartNumber></Part><Part><PartNumber>1</PartNumber></Part></CompleteMultipartUpload>`,
+		`<CompleteMultipartUpload><Part><PartNumber>-1</PartNumber></Part></CompleteMultipartUpload>`,
+		`<CompleteMultipartUpload>`, ``, `<a/>`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, err := parseCompleteRequest(data)
+		wantClientError(t, err)
+		if err != nil {
+			return
+		}
+		prev := 0
+		for _, p := range req.Parts {
+			if p.PartNumber <= prev || p.PartNumber > 10000 {
+				t.Fatalf("accepted part list out of order or range: %+v", req.Parts)
+			}
+			prev = p.PartNumber
+		}
+	})
+}
+
+func FuzzDeleteObjects(f *testing.F) {
+	for _, seed := range []string{
+		`<Delete><Quiet>true</Quiet><Object><Key>a</Key></Object><Object><Key>b</Key><VersionId>null</VersionId></Object></Delete>`,
+		`<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>&lt;x&gt;</Key></Object></Delete>`,
+		`<Delete></Delete>`, `<Delete><Object>`, `garbage`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, err := parseDeleteRequest(data)
+		wantClientError(t, err)
+		if err == nil && (len(req.Objects) == 0 || len(req.Objects) > maxDeleteObjects) {
+			t.Fatalf("accepted %d objects", len(req.Objects))
+		}
+	})
+}
+
+func FuzzCORSConfiguration(f *testing.F) {
+	for _, seed := range []string{
+		`<CORSConfiguration><CORSRule><AllowedOrigin>https://*.example.com</AllowedOrigin><AllowedMethod>GET</AllowedMethod><AllowedHeader>*</AllowedHeader><MaxAgeSeconds>10</MaxAgeSeconds></CORSRule></CORSConfiguration>`,
+		`<CORSConfiguration><CORSRule><AllowedOrigin>**</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>`,
+		`<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>PATCH</AllowedMethod></CORSRule></CORSConfiguration>`,
+		`<CORSConfiguration/>`, `<CORSConfiguration>`,
+	} {
+		f.Add([]byte(seed), "https://www.example.com", "GET", "x-amz-date")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, origin, method, header string) {
+		conf, err := parseCORS(data)
+		wantClientError(t, err)
+		if err != nil {
+			return
+		}
+		if r := conf.match(origin, method, []string{header}); r != nil && len(r.AllowedMethods) == 0 {
+			t.Fatal("matched a rule without methods")
+		}
+	})
+}
+
+func FuzzTagging(f *testing.F) {
+	for _, seed := range []string{
+		`<Tagging><TagSet><Tag><Key>a</Key><Value>1</Value></Tag></TagSet></Tagging>`,
+		`<Tagging><TagSet><Tag><Key>a</Key><Value>1</Value></Tag><Tag><Key>a</Key><Value>2</Value></Tag></TagSet></Tagging>`,
+		`<Tagging><TagSet><Tag><Key></Key></Tag></TagSet></Tagging>`,
+		`<Tagging>`, ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tags, err := parseTaggingXML(data, maxTagsPerObject)
+		wantClientError(t, err)
+		if err == nil && len(tags) > maxTagsPerObject {
+			t.Fatalf("accepted %d tags", len(tags))
+		}
+	})
+}
+
+func FuzzRange(f *testing.F) {
+	for _, seed := range []string{"bytes=0-0", "bytes=-1", "bytes=5-", "bytes=9-3", "bytes=0-1,2-3", "bytes=x-y", "bytes=-0"} {
+		f.Add(seed, int64(10))
+	}
+	f.Fuzz(func(t *testing.T, header string, size int64) {
+		if size < 0 {
+			size = -size
+		}
+		if size < 0 {
+			return
+		}
+		r, ok, err := parseRange(header, size)
+		wantClientError(t, err)
+		if ok && (r.off < 0 || r.n <= 0 || r.off+r.n > size) {
+			t.Fatalf("range %q on %d bytes: %+v", header, size, r)
+		}
+	})
+}

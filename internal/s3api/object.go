@@ -1,0 +1,241 @@
+package s3api
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/b3-storage/b3/internal/checksum"
+	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
+)
+
+var (
+	opPutObject    = operation{name: "PutObject", perm: permWrite, handle: (*Server).putObject}
+	opGetObject    = operation{name: "GetObject", perm: permRead, handle: (*Server).getObject}
+	opHeadObject   = operation{name: "HeadObject", perm: permRead, handle: (*Server).headObject}
+	opDeleteObject = operation{name: "DeleteObject", perm: permWrite, handle: (*Server).deleteObject}
+)
+
+// putObject stores the body in one pass: the s3auth body (signature,
+// aws-chunked framing) feeds the checksum reader (MD5 for the ETag, the
+// requested checksum, verification at EOF), which objstore streams into
+// segment records. Nothing is committed unless the body ended verified.
+func (s *Server) putObject(rq *request) error {
+	if rq.contentLength > maxPutSize {
+		return errEntityTooLarge
+	}
+	obj, err := s.objectFromHeaders(rq)
+	if err != nil {
+		return err
+	}
+	precondition, err := putPrecondition(rq.Header)
+	if err != nil {
+		return err
+	}
+	exp, err := checksum.ParseHeaders(rq.Header)
+	if err != nil {
+		return err
+	}
+	cr := checksum.NewReader(rq.body, exp)
+	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
+		Bucket: rq.bucket, Key: rq.key,
+		Body:   &uploadBody{src: cr, want: rq.contentLength},
+		Object: obj,
+		Finish: func(o *meta.Object) error {
+			if !cr.Done() {
+				return errIncompleteBody
+			}
+			o.ETag = cr.ETag()
+			if c := cr.Requested(); !c.IsZero() {
+				o.ChecksumAlgorithm, o.Checksum, o.ChecksumType = c.Algorithm.String(), c.Base64(), checksum.FullObject.String()
+			}
+			return nil
+		},
+		Precondition: precondition,
+	})
+	if err != nil {
+		return err
+	}
+	h := rq.w.Header()
+	h.Set("ETag", quoteETag(stored.ETag))
+	writeChecksumHeaders(h, stored.ChecksumAlgorithm, stored.Checksum, stored.ChecksumType)
+	return writeEmpty(rq, http.StatusOK)
+}
+
+// objectFromHeaders builds the attributes of a new object from the PUT
+// (or CreateMultipartUpload) request headers.
+func (s *Server) objectFromHeaders(rq *request) (*meta.Object, error) {
+	a, err := attrsFromHeader(rq.Header)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := parseTagging(rq.Header.Get("x-amz-tagging"))
+	if err != nil {
+		return nil, err
+	}
+	if !validStorageClass(rq.Header.Get("x-amz-storage-class")) {
+		return nil, errInvalidStorageClass
+	}
+	if _, err := cannedObjectACL(rq.Header.Get("x-amz-acl")); err != nil {
+		return nil, err
+	}
+	if v := rq.Header.Get("x-amz-server-side-encryption-customer-algorithm"); v != "" {
+		return nil, errNotImplemented.withMessage("Server-side encryption with customer keys is not supported")
+	}
+	obj := &meta.Object{Tags: tags, Owner: rq.accessKey}
+	a.toObject(obj)
+	return obj, nil
+}
+
+// objectRange returns the RangeFunc of a GET or HEAD: it evaluates the
+// conditional headers, then picks the bytes (Range, or ?partNumber=).
+// The chosen range is left in *chosen (ok false: the whole object).
+func objectRange(rq *request, chosen *byteRange, partial *bool) objstore.RangeFunc {
+	return func(obj *meta.Object) (int64, int64, error) {
+		if err := readConditions(rq.Header).check(obj, true); err != nil {
+			return 0, 0, err
+		}
+		if pn := rq.query.Get("partNumber"); pn != "" {
+			r, err := partRange(obj, pn)
+			if err != nil {
+				return 0, 0, err
+			}
+			*chosen, *partial = r, len(obj.Parts) > 0
+			return r.off, r.n, nil
+		}
+		r, ok, err := parseRange(rq.Header.Get("Range"), obj.Size)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !ok {
+			r = byteRange{off: 0, n: obj.Size, size: obj.Size}
+		}
+		*chosen, *partial = r, ok
+		return r.off, r.n, nil
+	}
+}
+
+// partRange is the byte range of part n of a multipart object; a plain
+// object is its own part 1.
+func partRange(obj *meta.Object, value string) (byteRange, error) {
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 1 || n > meta.MaxPartNumber {
+		return byteRange{}, errInvalidPartNumber
+	}
+	if len(obj.Parts) == 0 {
+		if n != 1 {
+			return byteRange{}, invalidRange(obj.Size)
+		}
+		return byteRange{off: 0, n: obj.Size, size: obj.Size}, nil
+	}
+	var off int64
+	for _, p := range obj.Parts {
+		if p.Number == n {
+			return byteRange{off: off, n: p.Size, size: obj.Size}, nil
+		}
+		off += p.Size
+	}
+	return byteRange{}, invalidRange(obj.Size)
+}
+
+// getObject streams the object (or the requested range) from the store
+// to the client; it never holds more than the store's read buffer.
+func (s *Server) getObject(rq *request) error {
+	var chosen byteRange
+	var partial bool
+	obj, body, err := s.store.OpenObject(rq.Context(), rq.bucket, rq.key, objectRange(rq, &chosen, &partial))
+	if err != nil {
+		return s.objectReadError(rq, obj, err)
+	}
+	defer body.Close()
+	if err := s.writeReadHeaders(rq, obj, chosen, partial); err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if partial {
+		status = http.StatusPartialContent
+	}
+	rq.w.WriteHeader(status)
+	if _, err := io.Copy(rq.w, body); err != nil {
+		// Headers are out: the client will see a short body. writeError
+		// aborts the connection so it cannot mistake it for the object.
+		return err
+	}
+	return nil
+}
+
+func (s *Server) headObject(rq *request) error {
+	var chosen byteRange
+	var partial bool
+	obj, err := s.store.HeadObject(rq.bucket, rq.key)
+	if err == nil {
+		_, _, err = objectRange(rq, &chosen, &partial)(obj)
+	}
+	if err != nil {
+		return s.objectReadError(rq, obj, err)
+	}
+	if err := s.writeReadHeaders(rq, obj, chosen, partial); err != nil {
+		return err
+	}
+	if partial {
+		rq.w.WriteHeader(http.StatusPartialContent)
+	} else {
+		rq.w.WriteHeader(http.StatusOK)
+	}
+	return nil
+}
+
+// objectReadError adds the headers S3 sends with a 304 or 416.
+func (s *Server) objectReadError(rq *request, obj *meta.Object, err error) error {
+	var ae *APIError
+	if obj != nil && errors.As(err, &ae) {
+		switch ae.Code {
+		case errNotModified.Code:
+			h := rq.w.Header()
+			h.Set("ETag", quoteETag(obj.ETag))
+			h.Set("Last-Modified", obj.Modified.UTC().Format(http.TimeFormat))
+		case errInvalidRange.Code:
+			rq.w.Header().Set("Content-Range", "bytes */"+strconv.FormatInt(obj.Size, 10))
+		}
+	}
+	return err
+}
+
+func (s *Server) writeReadHeaders(rq *request, obj *meta.Object, r byteRange, partial bool) error {
+	h := rq.w.Header()
+	writeObjectHeaders(h, obj)
+	// Overrides are validated before any header a failure must not carry.
+	if err := applyResponseOverrides(rq); err != nil {
+		return err
+	}
+	h.Set("Content-Length", strconv.FormatInt(r.n, 10))
+	if partial {
+		h.Set("Content-Range", r.contentRange())
+	}
+	if rq.Header.Get(checksum.HeaderMode) == "ENABLED" && (!partial || rq.query.Has("partNumber")) {
+		if rq.query.Has("partNumber") && len(obj.Parts) > 0 {
+			writePartChecksum(h, obj, rq.query.Get("partNumber"))
+		} else {
+			writeChecksumHeaders(h, obj.ChecksumAlgorithm, obj.Checksum, obj.ChecksumType)
+		}
+	}
+	return nil
+}
+
+func writePartChecksum(h http.Header, obj *meta.Object, number string) {
+	n, _ := strconv.Atoi(number)
+	for _, p := range obj.Parts {
+		if p.Number == n {
+			writeChecksumHeaders(h, obj.ChecksumAlgorithm, p.Checksum, "")
+		}
+	}
+}
+
+func (s *Server) deleteObject(rq *request) error {
+	if _, err := s.store.DeleteObject(rq.bucket, rq.key); err != nil {
+		return err
+	}
+	return writeEmpty(rq, http.StatusNoContent)
+}

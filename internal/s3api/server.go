@@ -1,0 +1,298 @@
+package s3api
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/b3-storage/b3/internal/checksum"
+	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/s3auth"
+)
+
+// User is one principal: an access key, its secret and a display name.
+type User struct {
+	Name, AccessKey, SecretKey string
+}
+
+// Config configures a Server.
+type Config struct {
+	// Region the server answers for (GetBucketLocation, SigV4 scope).
+	// Default "us-east-1".
+	Region string
+	// Domains are the base domains of virtual-host-style requests: a
+	// request to "photos.s3.example.com" with domain "s3.example.com"
+	// addresses bucket "photos". Requests to other hosts are path-style.
+	Domains []string
+	// Users are the principals. Each bucket belongs to the access key
+	// that created it.
+	Users []User
+	// MinPartSize is the smallest part but the last of a multipart upload
+	// (default 5 MiB, as AWS). Tests may lower it.
+	MinPartSize int64
+	// Now returns the current time (default time.Now); the verifier uses it
+	// for request skew and presign expiry.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Server is the S3 REST API over an objstore.Store. It is an
+// http.Handler, safe for concurrent use; it holds no lock across requests.
+type Server struct {
+	store    *objstore.Store
+	cfg      Config
+	log      *slog.Logger
+	verifier *s3auth.Verifier
+	users    map[string]User // by access key
+
+	idPrefix  string
+	idCounter atomic.Uint64
+}
+
+// New returns a Server answering for store.
+func New(store *objstore.Store, cfg Config) *Server {
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if cfg.MinPartSize <= 0 {
+		cfg.MinPartSize = defaultMinPart
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{store: store, cfg: cfg, log: cfg.Logger, users: map[string]User{}}
+	creds := s3auth.StaticCredentials{}
+	for _, u := range cfg.Users {
+		s.users[u.AccessKey] = u
+		creds[u.AccessKey] = u.SecretKey
+	}
+	s.verifier = &s3auth.Verifier{Credentials: creds, Region: cfg.Region, Domains: cfg.Domains, Now: cfg.Now}
+	var seed [4]byte
+	_, _ = rand.Read(seed[:])
+	s.idPrefix = strings.ToUpper(hex.EncodeToString(seed[:]))
+	return s
+}
+
+// request is the state of one S3 request as it passes routing,
+// authentication and authorization on its way to a handler.
+type request struct {
+	*http.Request
+	w      *responseWriter
+	id     string
+	bucket string // "" for the service (ListBuckets)
+	key    string // "" for bucket operations
+	query  url.Values
+	op     *operation
+
+	// Set by authentication.
+	accessKey     string // "" when anonymous
+	body          s3auth.Body
+	contentLength int64 // decoded payload length, -1 if unknown
+
+	// Set by authorization when the operation addresses a bucket.
+	bucketRec *meta.Bucket
+}
+
+// responseWriter remembers whether the header was written, so that an
+// error after the first byte of a streamed body is only logged.
+type responseWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ReadFrom keeps the sendfile/splice path of the underlying writer.
+func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(w.ResponseWriter, r)
+}
+
+func (s *Server) newRequestID() string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], s.idCounter.Add(1))
+	return s.idPrefix + strings.ToUpper(hex.EncodeToString(b[:]))
+}
+
+// ServeHTTP routes, authenticates and authorizes the request, then runs
+// its operation. Every failure, a panic included, ends as S3 error XML.
+func (s *Server) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
+	w := &responseWriter{ResponseWriter: hw}
+	rq := &request{Request: r, w: w, id: s.newRequestID(), contentLength: r.ContentLength}
+	h := w.Header()
+	h.Set("x-amz-request-id", rq.id)
+	h.Set("x-amz-id-2", base64.StdEncoding.EncodeToString([]byte(rq.id)))
+	h.Set("Server", "b3")
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic serving request", "request_id", rq.id, "method", r.Method, "url", r.URL.String(), "panic", v, "stack", string(debug.Stack()))
+			s.writeError(rq, fmt.Errorf("panic: %v", v))
+		}
+	}()
+	if err := s.serve(rq); err != nil {
+		s.writeError(rq, err)
+	}
+}
+
+func (s *Server) serve(rq *request) error {
+	if err := s.route(rq); err != nil {
+		return err
+	}
+	if rq.op.preAuth {
+		// CORS preflight and browser form uploads carry no Authorization
+		// header: they authenticate (or not) themselves.
+		return rq.op.handle(s, rq)
+	}
+	if err := s.authenticate(rq); err != nil {
+		return err
+	}
+	if err := s.authorize(rq); err != nil {
+		return err
+	}
+	return rq.op.handle(s, rq)
+}
+
+// writeError renders err as S3 error XML, unless the response has already
+// started (a failure mid-stream can only be logged; the connection is then
+// closed by aborting the handler so the client sees a truncated body).
+func (s *Server) writeError(rq *request, err error) {
+	e, known := toAPIError(err)
+	if !known {
+		s.log.Error("internal error", "request_id", rq.id, "method", rq.Method, "url", rq.URL.String(), "err", err)
+	}
+	if rq.w.status != 0 {
+		if known {
+			s.log.Debug("error after response started", "request_id", rq.id, "err", err)
+		}
+		panic(http.ErrAbortHandler)
+	}
+	status := e.HTTPStatus()
+	if status == http.StatusNotModified {
+		rq.w.WriteHeader(status)
+		return
+	}
+	doc := errorResponse{
+		Code:      e.S3Code(),
+		Message:   messageOf(e),
+		Resource:  rq.URL.Path,
+		RequestID: rq.id,
+		HostID:    rq.w.Header().Get("x-amz-id-2"),
+	}
+	var authErr *s3auth.Error
+	if errors.As(err, &authErr) {
+		doc.Region = authErr.Region
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		doc.Extra = ae.Extra
+	}
+	switch doc.Code {
+	case "NoSuchBucket", "BucketNotEmpty", "BucketAlreadyExists", "BucketAlreadyOwnedByYou":
+		if rq.bucket != "" {
+			doc.Extra = append(doc.Extra, xmlElement{XMLName: xml.Name{Local: "BucketName"}, Value: rq.bucket})
+		}
+	case "NoSuchKey":
+		doc.Extra = append(doc.Extra, xmlElement{XMLName: xml.Name{Local: "Key"}, Value: rq.key})
+	case "NoSuchUpload":
+		doc.Extra = append(doc.Extra, xmlElement{XMLName: xml.Name{Local: "UploadId"}, Value: rq.query.Get("uploadId")})
+	}
+	h := rq.w.Header()
+	// Drop headers a handler may have set for a success that did not
+	// happen; keep the request id and CORS headers.
+	for _, k := range []string{"Etag", "Last-Modified", "Accept-Ranges", "Content-Disposition", "Content-Encoding", "Content-Language", "Cache-Control", "Expires"} {
+		h.Del(k)
+	}
+	if rq.Method == http.MethodHead {
+		// A HEAD response has no body; the code travels in the status
+		// (and, as a courtesy, a header).
+		h.Set("x-amz-error-code", doc.Code)
+		rq.w.WriteHeader(status)
+		return
+	}
+	body, _ := xml.Marshal(doc)
+	h.Set("Content-Type", "application/xml")
+	h.Set("Content-Length", fmt.Sprint(len(xml.Header)+len(body)))
+	rq.w.WriteHeader(status)
+	_, _ = io.WriteString(rq.w, xml.Header)
+	_, _ = rq.w.Write(body)
+}
+
+func messageOf(e s3Error) string {
+	switch v := e.(type) {
+	case *APIError:
+		return v.Message
+	case *s3auth.Error:
+		return v.Message
+	case *checksum.Error:
+		return v.Message
+	}
+	return e.Error()
+}
+
+// writeXML renders a success document with status 200.
+func writeXML(rq *request, v any) error {
+	return writeXMLStatus(rq, http.StatusOK, v)
+}
+
+func writeXMLStatus(rq *request, status int, v any) error {
+	body, err := xml.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("render %T: %w", v, err)
+	}
+	h := rq.w.Header()
+	h.Set("Content-Type", "application/xml")
+	h.Set("Content-Length", fmt.Sprint(len(xml.Header)+len(body)))
+	rq.w.WriteHeader(status)
+	if rq.Method == http.MethodHead {
+		return nil
+	}
+	_, _ = io.WriteString(rq.w, xml.Header)
+	_, _ = rq.w.Write(body)
+	return nil
+}
+
+// writeEmpty answers with a status and no body.
+func writeEmpty(rq *request, status int) error {
+	rq.w.Header().Set("Content-Length", "0")
+	rq.w.WriteHeader(status)
+	return nil
+}

@@ -1,0 +1,73 @@
+package s3api
+
+import (
+	"encoding/xml"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/b3-storage/b3/internal/checksum"
+)
+
+const s3Namespace = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+// isoTime formats a time as S3 does in XML documents.
+func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+type xmlOwner struct {
+	ID          string
+	DisplayName string
+}
+
+// readXML reads a request document (size bounded, Content-MD5 and
+// x-amz-checksum-* verified) and decodes it into v. A body that is not
+// well-formed, or does not fit v, is MalformedXML; an empty body is
+// MalformedXML unless allowEmpty (then v is left as is and false is
+// returned).
+func readXML(rq *request, v any, allowEmpty bool) (bool, error) {
+	data, err := readSmallBody(rq)
+	if err != nil {
+		return false, err
+	}
+	if len(data) == 0 {
+		if allowEmpty {
+			return false, nil
+		}
+		return false, errMalformedXML
+	}
+	if err := xml.Unmarshal(data, v); err != nil {
+		return false, errMalformedXML
+	}
+	return true, nil
+}
+
+// readSmallBody reads a configuration-sized body whole, verifying its
+// declared digests.
+func readSmallBody(rq *request) ([]byte, error) {
+	if rq.contentLength > maxXMLBody {
+		return nil, errEntityTooLarge.withMessage("The request document exceeds %d bytes", maxXMLBody)
+	}
+	exp, err := checksum.ParseHeaders(rq.Header)
+	if err != nil {
+		return nil, err
+	}
+	var src io.Reader = rq.Request.Body
+	if rq.body != nil {
+		src = rq.body
+	}
+	cr := checksum.NewReader(src, exp)
+	data, err := io.ReadAll(io.LimitReader(cr, maxXMLBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxXMLBody {
+		return nil, errEntityTooLarge.withMessage("The request document exceeds %d bytes", maxXMLBody)
+	}
+	if !cr.Done() {
+		// The limit cut the reader short of EOF; it cannot have verified.
+		return nil, errors.New("request body not verified")
+	}
+	return data, nil
+}
+
+func xmlName(local string) xml.Name { return xml.Name{Local: local} }

@@ -1,0 +1,14 @@
+// Package server runs b3 as a single node: it opens the object store on
+// local disks, loads (or creates, on first start) the credentials, and
+// serves the S3 API over HTTP until its context ends, then shuts down
+// gracefully: in-flight requests finish, then the store closes.
+//
+// # Files under the data root (default ./data)
+//
+//	meta/              pebble metadata (--meta-dir; put it on SSD)
+//	segments/          append-only segment files (--data-dir; HDD is fine)
+//	credentials.json   the generated root user, mode 0600
+//
+// Credentials given as flags (or B3_ACCESS_KEY/B3_SECRET_KEY) take the
+// place of the generated ones and are not written to disk.
+package server

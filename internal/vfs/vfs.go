@@ -1,0 +1,70 @@
+// Package vfs is the narrow disk interface the storage engine writes through.
+//
+// Everything b3 persists outside pebble goes through FS and File, so tests
+// can swap the real disk for a crashable in-memory one and cut power at an
+// exact instant: after a crash only what was synced survives (see
+// NewCrashableMem). Pebble itself runs on a pebble vfs.FS; Pebble(fs)
+// adapts the same filesystem so that the metadata store and the segment
+// files crash together, at one instant, in tests.
+//
+// Guarantees a caller may rely on, and the only ones:
+//   - File.Sync makes the file's written data and size durable.
+//   - A created, renamed or removed directory entry is durable only after
+//     SyncDir on its parent directory.
+//   - Writes are not atomic: after a crash an unsynced write may be absent,
+//     present, or present in part.
+package vfs
+
+import (
+	"io"
+	"os"
+)
+
+// File is an open file. Offsets are absolute; there is no file position.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+	// Sync makes all written data and the file size durable.
+	Sync() error
+	// Size returns the current size of the file.
+	Size() (int64, error)
+	// Truncate cuts (or extends) the file to size. Durable after Sync.
+	Truncate(size int64) error
+}
+
+// OSFile is implemented by files backed by a real operating-system file,
+// for callers that can use zero-copy paths (sendfile) when available.
+type OSFile interface {
+	OSFile() *os.File
+}
+
+// FS is a filesystem.
+type FS interface {
+	// Create creates name, truncating it if it exists, open for reading and
+	// writing. With direct set the file is opened for direct I/O where the
+	// platform and filesystem allow it; writers must then issue writes whose
+	// offset, length and buffer address are multiples of DirectAlignment.
+	// Direct reports whether direct I/O is in effect.
+	Create(name string, direct bool) (f File, isDirect bool, err error)
+	// OpenReadWrite opens an existing file for reading and writing.
+	OpenReadWrite(name string) (File, error)
+	// Open opens an existing file read-only.
+	Open(name string) (File, error)
+	Remove(name string) error
+	Rename(oldname, newname string) error
+	MkdirAll(dir string) error
+	// List returns the names (not paths) of the entries in dir.
+	List(dir string) ([]string, error)
+	// SyncDir makes the entries of dir durable.
+	SyncDir(dir string) error
+	// Stat reports whether name exists and its size.
+	Stat(name string) (size int64, err error)
+}
+
+// DirectAlignment is the offset, length and memory alignment direct I/O
+// requires. 4096 covers every common device's logical block size.
+const DirectAlignment = 4096
+
+// IsNotExist reports whether err says a file does not exist.
+func IsNotExist(err error) bool { return os.IsNotExist(err) || isPebbleNotExist(err) }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/b3-storage/b3/internal/vfs"
 )
@@ -13,17 +12,6 @@ const align = vfs.DirectAlignment
 
 func alignDown(n int64) int64 { return n &^ (align - 1) }
 func alignUp(n int) int       { return (n + align - 1) &^ (align - 1) }
-
-// newAlignedBuf returns size bytes whose address is a multiple of
-// vfs.DirectAlignment, as O_DIRECT requires.
-func newAlignedBuf(size int) []byte {
-	raw := make([]byte, size+align)
-	skip := 0
-	if rem := int(uintptr(unsafe.Pointer(&raw[0])) & (align - 1)); rem != 0 {
-		skip = align - rem
-	}
-	return raw[skip : skip+size : skip+size]
-}
 
 // bufPool recycles aligned write buffers. Its bound only limits what is kept
 // idle; the number in use is bounded by the flush queue.
@@ -41,7 +29,7 @@ func (p *bufPool) get() []byte {
 	case b := <-p.free:
 		return b
 	default:
-		return newAlignedBuf(p.size)
+		return vfs.AlignedBuffer(p.size)
 	}
 }
 

@@ -2,13 +2,21 @@ package checksum
 
 import (
 	"bytes"
-	"crypto/md5"
 	"encoding/hex"
 	"errors"
 	"hash"
 	"io"
 	"net/http"
+	"sync"
+
+	md5simd "github.com/minio/md5-simd"
 )
+
+// md5Server hashes the MD5 of all concurrent uploads together: with AVX2 or
+// AVX-512 it runs up to 16 streams in SIMD lanes, about 3x the throughput of
+// one-stream MD5 on a busy server (see docs/PERFORMANCE.md). On CPUs without
+// AVX2 it falls back to crypto/md5.
+var md5Server = sync.OnceValue(md5simd.NewServer)
 
 // TrailerSource is implemented by body readers that carry trailing headers
 // (the aws-chunked decoder of package s3auth). Trailer is valid once Read
@@ -31,17 +39,19 @@ type Reader struct {
 	hashes [maxHashes]hash.Hash
 	algs   [maxHashes]Algorithm
 	count  int
+	md5    md5simd.Hasher // hashes[0]; holds a lane of md5Server until Close
 
 	size int64
 	sums [maxHashes][]byte // filled at EOF
 	err  error             // sticky terminal result (io.EOF on success)
 }
 
-// NewReader wraps src. MD5 is always computed; so is expected's checksum
+// NewReader wraps src. The caller must Close the Reader. MD5 is always computed; so is expected's checksum
 // algorithm, and every algorithm in also (duplicates are ignored).
 func NewReader(src io.Reader, expected Expected, also ...Algorithm) *Reader {
 	r := &Reader{src: src, expected: expected}
-	r.hashes[0] = md5.New()
+	r.md5 = md5Server().NewHash()
+	r.hashes[0] = r.md5
 	r.count = 1
 	r.add(expected.Checksum.Algorithm)
 	for _, alg := range also {
@@ -98,6 +108,7 @@ func (r *Reader) finish() error {
 	for i := 0; i < r.count; i++ {
 		r.sums[i] = r.hashes[i].Sum(nil)
 	}
+	r.Close()
 	if r.expected.ContentMD5 != nil && !bytes.Equal(r.expected.ContentMD5, r.sums[0]) {
 		return errBadDigestMD5()
 	}
@@ -125,6 +136,15 @@ func (r *Reader) finish() error {
 		return errBadDigestChecksum(want.Algorithm)
 	}
 	return io.EOF
+}
+
+// Close releases the MD5 lane. It is idempotent and leaves computed
+// digests readable.
+func (r *Reader) Close() {
+	if r.md5 != nil {
+		r.md5.Close()
+		r.md5 = nil
+	}
 }
 
 // Done reports whether the body was read to EOF and verified.

@@ -1,36 +1,14 @@
 package s3api
 
 import (
-	"errors"
-	"net/http"
-	"strings"
-
 	"github.com/b3-storage/b3/internal/meta"
-	"github.com/b3-storage/b3/internal/s3auth"
 )
-
-func isSigV2Mismatch(r *http.Request, err error) bool {
-	var authErr *s3auth.Error
-	if !errors.As(err, &authErr) || authErr.Code != "SignatureDoesNotMatch" || strings.HasSuffix(r.URL.Path, "/") {
-		return false
-	}
-	return strings.HasPrefix(r.Header.Get("Authorization"), "AWS ") || r.URL.Query().Has("AWSAccessKeyId")
-}
 
 // authenticate verifies the request's signature (package s3auth) and
 // installs the verifying body. The body is not read here, so a client
 // sending "Expect: 100-continue" gets its 100 only once authenticated.
 func (s *Server) authenticate(rq *request) error {
 	res, err := s.verifier.Authenticate(rq.Request)
-	if err != nil && rq.key == "" && isSigV2Mismatch(rq.Request, err) {
-		// botocore's SigV2 signer signs the bucket resource as "/bucket/"
-		// while it requests "/bucket": accept that spelling too.
-		// Authenticate reads only the URL and headers, so a retry is safe.
-		retry := rq.Request.Clone(rq.Context())
-		retry.URL.Path += "/"
-		retry.URL.RawPath = ""
-		res, err = s.verifier.Authenticate(retry)
-	}
 	if err != nil {
 		return err
 	}

@@ -386,3 +386,56 @@ func TestAppendPassesOnSourceErrors(t *testing.T) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// stallingReader yields its first part, then blocks until released: a
+// client that stops sending in the middle of an upload.
+type stallingReader struct {
+	first   []byte
+	release chan struct{}
+	rest    io.Reader
+}
+
+func (r *stallingReader) Read(p []byte) (int, error) {
+	if len(r.first) > 0 {
+		n := copy(p, r.first)
+		r.first = r.first[n:]
+		return n, nil
+	}
+	<-r.release
+	return r.rest.Read(p)
+}
+
+// TestSlowAppenderDoesNotBlockOthers: while one append waits on its body in
+// the middle of a value, other appends complete, are durable and read back.
+func TestSlowAppenderDoesNotBlockOthers(t *testing.T) {
+	opts := testOptions(memFS())
+	s := mustOpen(t, opts)
+	defer s.Close()
+	slow := value(7, 3*opts.ChunkSize)
+	src := &stallingReader{first: slow[:opts.ChunkSize+10], release: make(chan struct{}), rest: bytes.NewReader(slow[opts.ChunkSize+10:])}
+	type result struct {
+		ext []Extent
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ext, _, err := s.Append(context.Background(), Owner{Key: []byte("slow")}, src)
+		done <- result{ext, err}
+	}()
+	// These must finish although the slow append is stalled half way.
+	for i := range 20 {
+		data := value(uint64(100+i), opts.ChunkSize/2+i)
+		checkRead(t, s, mustAppend(t, s, fmt.Sprint("fast", i), data), data)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("slow append finished before its body did: %v", r.err)
+	default:
+	}
+	close(src.release)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	checkRead(t, s, r.ext, slow)
+}

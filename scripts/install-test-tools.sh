@@ -1,10 +1,29 @@
 #!/bin/sh
 # Installs the tools b3's tests need when the machine lacks them. Idempotent.
+#
+# test/e2e drives real S3 clients against a real `b3 server`: the aws CLI,
+# boto3 (with the Debian python3 it is installed for), s3cmd, rclone and
+# curl. Debian's packages are preferred: a pyenv shim named "aws" may exist
+# and not work, so each tool is checked by running it, at the path the
+# tests look first (/usr/bin).
 set -eu
 need=""
-# (tools are added here as tests come to need them)
+works() { "$@" >/dev/null 2>&1; }
+works /usr/bin/aws --version || need="$need awscli"
+works /usr/bin/s3cmd --version || need="$need s3cmd"
+works /usr/bin/rclone version || need="$need rclone"
+works /usr/bin/curl --version || need="$need curl"
+works /usr/bin/python3 -c 'import boto3' || need="$need python3-boto3"
 if [ -n "$need" ]; then
 	echo "installing:$need"
 	if [ "$(id -u)" != 0 ]; then echo "need root to apt-get install$need" >&2; exit 1; fi
-	apt-get install -y $need >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y $need >/dev/null; }
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y $need >/dev/null 2>&1 ||
+		{ apt-get update >/dev/null && apt-get install -y $need >/dev/null; }
+fi
+# Without the apt package (other distributions), pip is the fallback.
+if ! works /usr/bin/python3 -c 'import boto3'; then
+	echo "installing boto3 with pip"
+	/usr/bin/python3 -m pip install --quiet --break-system-packages boto3 ||
+		/usr/bin/python3 -m pip install --quiet boto3
 fi

@@ -124,7 +124,7 @@ func (v *Verifier) verifyV2(r *http.Request, secret, dateLine string, signature 
 
 	subResources := canonicalSubResources(r.URL.RawQuery)
 	bucket := v.virtualHostBucket(r.Host)
-	for _, path := range uriCandidates(r) {
+	for _, path := range v2ResourceCandidates(r, bucket) {
 		stringToSign := prefix.String() + bucket + path + subResources
 		mac := hmac.New(sha1.New, []byte(secret))
 		mac.Write([]byte(stringToSign))
@@ -133,6 +133,27 @@ func (v *Verifier) verifyV2(r *http.Request, secret, dateLine string, signature 
 		}
 	}
 	return false
+}
+
+// v2ResourceCandidates returns the paths to try in the canonicalized
+// resource. A path-style bucket-level request to "/bucket" may have been
+// signed as "/bucket/" — botocore does, and it is the resource AWS itself
+// uses for the bucket ("/" under virtual-host style) — so for a single
+// path segment without a trailing slash, both spellings are accepted.
+// This identifies the same resource and leaks nothing: the signature still
+// covers method, headers and bucket.
+func v2ResourceCandidates(r *http.Request, bucket string) []string {
+	paths := uriCandidates(r)
+	if bucket != "" {
+		return paths
+	}
+	for _, p := range paths {
+		if len(p) > 1 && p[0] == '/' && !strings.Contains(p[1:], "/") {
+			paths = append(paths, p+"/")
+			break
+		}
+	}
+	return paths
 }
 
 // writeAmzHeaders writes the x-amz-* headers, lower-cased and sorted, as

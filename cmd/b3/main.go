@@ -2,6 +2,7 @@
 //
 //	b3 server   single node: S3 API + storage on local disks
 //	b3 bench    load generator for any S3 endpoint
+//	b3 admin    stats, users, vacuum, limits, cache of a running server
 //
 // main does flag parsing and wiring only; everything else lives under
 // internal/.
@@ -20,6 +21,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"admin", "operate a running server: stats, users, vacuum, limits, cache", runAdmin},
 		{"bench", "load generator: peak, mixed, disk, kv, compare", runBench},
 		{"server", "S3 API on local disks", runServer},
 		{"version", "print the version", func([]string, io.Writer, io.Writer) int { fmt.Println(version); return 0 }},

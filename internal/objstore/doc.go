@@ -41,4 +41,22 @@
 // was moved, and only when no write still in flight may reference it. A
 // crash at any point leaves either the old reference (to a segment that
 // still exists) or the new one (to synced copies).
+//
+// # Lifecycle expiry
+//
+// A write stamps the object with its expiry instant under the bucket's
+// rules (package lifecycle); from that instant HeadObject, OpenObject and
+// ListObjects hide it. The sweeper (StartLifecycle, SweepLifecycle) deletes
+// expired objects under their key lock, only if the record is still the
+// version it examined and the current rules still expire it, and rewrites
+// the instants of records written under older rules. See lifecycle.go.
+//
+// # Object cache
+//
+// With Options.Cache, OpenObject serves small objects from memory. Every
+// change of a key's record (put, complete, delete, tag update, expiry)
+// invalidates the key after its batch commits and before it is
+// acknowledged; a fill takes the cache's token before reading the record,
+// so a fill that read an older record is refused (package cache). Vacuum
+// swaps do not invalidate: the bytes are the same.
 package objstore

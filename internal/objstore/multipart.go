@@ -145,6 +145,9 @@ func (s *Store) CompleteUpload(bucket, key, uploadID string, numbers []int, buil
 		if obj.Modified.IsZero() {
 			obj.Modified = time.Now().UTC()
 		}
+		if err := s.setExpiry(obj); err != nil {
+			return err
+		}
 		// One batch: the object, the upload's removal, and the dead bytes
 		// of the replaced object and of the parts left out.
 		return s.commitObjectLocked(obj, precondition, func(b *meta.Batch, counts map[uint64]int64) {

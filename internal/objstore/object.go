@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/cache"
 	"github.com/b3-storage/b3/internal/meta"
 )
 
@@ -33,7 +35,8 @@ type PutInput struct {
 // the store's sync policy. The data path, in order: body -> synced records
 // -> Finish -> (key lock) precondition -> one meta batch -> acknowledge.
 func (s *Store) PutObject(ctx context.Context, in PutInput) (*meta.Object, error) {
-	if _, err := s.GetBucket(in.Bucket); err != nil {
+	bucket, err := s.GetBucket(in.Bucket)
+	if err != nil {
 		return nil, err
 	}
 	version, err := s.meta.NextVersion()
@@ -62,6 +65,7 @@ func (s *Store) PutObject(ctx context.Context, in PutInput) (*meta.Object, error
 			return nil, err
 		}
 	}
+	obj.Expiry = s.expiryOf(s.rulesOf(bucket), obj)
 	err = s.withBucket(in.Bucket, func() error {
 		return s.commitObject(obj, in.Precondition, nil)
 	})
@@ -106,6 +110,7 @@ func (s *Store) commitObjectLocked(obj *meta.Object, precondition func(*meta.Obj
 		return fmt.Errorf("commit %s/%s: %w", obj.Bucket, obj.Key, err)
 	}
 	s.noteDead(counts)
+	s.invalidate(obj.Bucket, obj.Key)
 	return nil
 }
 
@@ -131,7 +136,7 @@ func (s *Store) HeadObject(bucket, key string) (*meta.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !obj.Expiry.IsZero() && !time.Now().Before(obj.Expiry) {
+	if s.expired(obj) {
 		return nil, ErrNoSuchKey
 	}
 	return obj, nil
@@ -146,8 +151,19 @@ func WholeObject(obj *meta.Object) (int64, int64, error) { return 0, obj.Size, n
 
 // OpenObject returns the object's record and a reader of the bytes rng
 // selects. The reader streams from the segment files, verifying record CRCs;
-// the caller must Close it.
+// the caller must Close it. Small objects come from, and go to, the cache
+// when there is one; the returned record must then not be modified.
 func (s *Store) OpenObject(ctx context.Context, bucket, key string, rng RangeFunc) (*meta.Object, io.ReadCloser, error) {
+	cacheKey := string(ownerKey(bucket, key))
+	if hit, ok := s.cache.Get(cacheKey); ok && !s.expired(hit.Obj) {
+		off, n, err := rng(hit.Obj)
+		if err != nil {
+			return hit.Obj, nil, err
+		}
+		return hit.Obj, io.NopCloser(bytes.NewReader(hit.Data[off : off+n])), nil
+	}
+	// Taken before the record is read: see package cache on freshness.
+	token := s.cache.Token(cacheKey)
 	for attempt := 0; ; attempt++ {
 		obj, err := s.HeadObject(bucket, key)
 		if err != nil {
@@ -156,6 +172,17 @@ func (s *Store) OpenObject(ctx context.Context, bucket, key string, rng RangeFun
 		off, n, err := rng(obj)
 		if err != nil {
 			return obj, nil, err
+		}
+		if s.cache.Admits(obj.Size + cacheOverhead) {
+			data, err := s.readAll(ctx, obj)
+			if errors.Is(err, fs.ErrNotExist) && attempt < 5 {
+				continue
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("open %s/%s: %w", bucket, key, err)
+			}
+			s.cache.PutIf(cacheKey, CachedObject{Obj: obj, Data: data}, obj.Size+cacheOverhead, token)
+			return obj, io.NopCloser(bytes.NewReader(data[off : off+n])), nil
 		}
 		r, err := s.blob.NewReader(ctx, toBlob(obj.Extents), off, n)
 		// Vacuum may have moved the object and removed the segment between
@@ -191,6 +218,7 @@ func (s *Store) DeleteObject(bucket, key string) (*meta.Object, error) {
 		return nil, fmt.Errorf("delete %s/%s: %w", bucket, key, err)
 	}
 	s.noteDead(counts)
+	s.invalidate(bucket, key)
 	return cur, nil
 }
 
@@ -210,11 +238,48 @@ func (s *Store) UpdateObject(bucket, key string, fn func(*meta.Object) error) (*
 	if err := fn(cur); err != nil {
 		return nil, err
 	}
+	// Tags may have changed, and with them what the rules say.
+	if err := s.setExpiry(cur); err != nil {
+		return nil, err
+	}
 	b := s.meta.NewBatch()
 	defer b.Close()
 	b.PutObject(cur)
-	return cur, b.Commit()
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("update %s/%s: %w", bucket, key, err)
+	}
+	s.invalidate(bucket, key)
+	return cur, nil
 }
+
+// cacheOverhead is what a cache entry costs beyond its payload: the record
+// and the bookkeeping, roughly.
+const cacheOverhead = 256
+
+// readAll reads a whole object into memory (for the cache).
+func (s *Store) readAll(ctx context.Context, obj *meta.Object) ([]byte, error) {
+	r, err := s.blob.NewReader(ctx, toBlob(obj.Extents), 0, obj.Size)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data := make([]byte, obj.Size)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// invalidate drops a key from the cache. Every change of a key's record
+// calls it after the commit, before the change is acknowledged.
+func (s *Store) invalidate(bucket, key string) {
+	if s.cache != nil {
+		s.cache.Invalidate(string(ownerKey(bucket, key)))
+	}
+}
+
+// CacheStats reports the object cache (zero without one).
+func (s *Store) CacheStats() cache.Stats { return s.cache.Stats() }
 
 func (s *Store) activeSegment() uint64 {
 	for _, seg := range s.blob.Segments() {

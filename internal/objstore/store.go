@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/cache"
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/vfs"
@@ -47,6 +49,24 @@ type Options struct {
 	// vacuumed. Default 0.5.
 	VacuumThreshold float64
 	Logger          *slog.Logger
+	// LifecycleDay is the length of a lifecycle "day" (default 24h). A
+	// short one (say 1s) is a debug and test aid: rules then count days in
+	// it, exactly, without rounding to midnight.
+	LifecycleDay time.Duration
+	// Cache, if set, serves small objects from memory (see package cache).
+	Cache *ObjectCache
+	// Now is the clock of expiry decisions (default time.Now).
+	Now func() time.Time
+}
+
+// ObjectCache caches small objects: the record and the whole payload,
+// keyed by bucket/key.
+type ObjectCache = cache.Cache[CachedObject]
+
+// CachedObject is one cache entry.
+type CachedObject struct {
+	Obj  *meta.Object
+	Data []byte
 }
 
 // Store is an object store over one metadata index and one segment store.
@@ -66,6 +86,8 @@ type Store struct {
 
 	inflight inflightWrites
 	vacuum   vacuumState
+	lc       lifecycleState
+	cache    *ObjectCache
 }
 
 // Open opens (creating if needed) the store described by opts, recovering
@@ -83,7 +105,7 @@ func Open(opts Options) (*Store, error) {
 	if opts.VacuumThreshold <= 0 {
 		opts.VacuumThreshold = 0.5
 	}
-	s := &Store{opts: opts, log: opts.Logger, seed: maphash.MakeSeed(), dead: map[uint64]int64{}}
+	s := &Store{opts: opts, log: opts.Logger, seed: maphash.MakeSeed(), dead: map[uint64]int64{}, cache: opts.Cache}
 	var limiter blob.IOLimiter
 	if opts.Limiter != nil {
 		limiter = opts.Limiter
@@ -151,6 +173,7 @@ func (s *Store) loadDeadCounters() error {
 // Close stops vacuum and closes both stores. Every acknowledged write is
 // already durable; Close makes the rest so too.
 func (s *Store) Close() error {
+	s.StopLifecycle()
 	s.StopVacuum()
 	var errs []error
 	if s.meta != nil {

@@ -58,7 +58,7 @@ func allowed(b *meta.Bucket, accessKey string, perm permission) bool {
 
 // displayName returns the name of the user owning accessKey.
 func (s *Server) displayName(accessKey string) string {
-	if u, ok := s.users[accessKey]; ok && u.Name != "" {
+	if u, ok := s.users.Lookup(accessKey); ok && u.Name != "" {
 		return u.Name
 	}
 	return accessKey

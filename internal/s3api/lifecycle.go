@@ -1,10 +1,10 @@
 package s3api
 
 import (
-	"encoding/xml"
+	"errors"
 	"net/http"
 
-	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/lifecycle"
 )
 
 var (
@@ -13,16 +13,8 @@ var (
 	opDeleteBucketLifecycle = operation{name: "DeleteBucketLifecycle", perm: permOwner, handle: (*Server).deleteBucketLifecycle}
 )
 
-// lifecycleConfiguration is parsed only to check the document is a
-// well-formed lifecycle configuration; the raw bytes are stored and
-// returned, and the expiry sweeper interprets them.
-type lifecycleConfiguration struct {
-	XMLName xml.Name `xml:"LifecycleConfiguration"`
-	Rules   []struct {
-		ID     string
-		Status string
-	} `xml:"Rule"`
-}
+// The document is validated by package lifecycle (the same parser the
+// store's expiry uses), stored verbatim and returned as sent.
 
 func (s *Server) getBucketLifecycle(rq *request) error {
 	if len(rq.bucketRec.Lifecycle) == 0 {
@@ -39,24 +31,36 @@ func (s *Server) putBucketLifecycle(rq *request) error {
 	if err != nil {
 		return err
 	}
-	var conf lifecycleConfiguration
-	if err := xml.Unmarshal(data, &conf); err != nil || len(conf.Rules) == 0 || len(conf.Rules) > 1000 {
-		return errMalformedXML
-	}
-	for _, r := range conf.Rules {
-		if r.Status != "Enabled" && r.Status != "Disabled" {
-			return errMalformedXML
-		}
-	}
-	if err := s.store.UpdateBucket(rq.bucket, func(b *meta.Bucket) error { b.Lifecycle = data; return nil }); err != nil {
-		return err
+	if err := s.store.SetBucketLifecycle(rq.bucket, data); err != nil {
+		return lifecycleError(err)
 	}
 	return writeEmpty(rq, http.StatusOK)
 }
 
 func (s *Server) deleteBucketLifecycle(rq *request) error {
-	if err := s.store.UpdateBucket(rq.bucket, func(b *meta.Bucket) error { b.Lifecycle = nil; return nil }); err != nil {
+	if err := s.store.SetBucketLifecycle(rq.bucket, nil); err != nil {
 		return err
 	}
 	return writeEmpty(rq, http.StatusNoContent)
+}
+
+// lifecycleError maps a validation failure to the S3 error AWS returns.
+func lifecycleError(err error) error {
+	var le *lifecycle.Error
+	if !errors.As(err, &le) {
+		return err
+	}
+	switch le.Code {
+	case "MalformedXML":
+		return errMalformedXML
+	case "InvalidArgument":
+		return errInvalidArgument.withMessage("%s", le.Message)
+	case "InvalidRequest":
+		return errInvalidRequest.withMessage("%s", le.Message)
+	case "InvalidTag":
+		return errInvalidTag
+	case "NotImplemented":
+		return errNotImplemented.withMessage("%s", le.Message)
+	}
+	return errMalformedXML
 }

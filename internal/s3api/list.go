@@ -98,7 +98,7 @@ func s3URLEncode(s string) string {
 }
 
 func (s *Server) listPage(rq *request, p listParams, startAfter string) (*meta.ListResult, error) {
-	return s.store.Meta().ListObjects(rq.bucket, meta.ListOptions{
+	return s.store.ListObjects(rq.bucket, meta.ListOptions{
 		Prefix: p.prefix, Delimiter: p.delimiter, StartAfter: startAfter, MaxKeys: p.maxKeys,
 	})
 }

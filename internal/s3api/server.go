@@ -47,6 +47,11 @@ type Config struct {
 	// for request skew and presign expiry.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Directory, if set, is the user set in place of Users, and may change
+	// while the server runs.
+	Directory *UserDirectory
+	// Observe, if set, is called after every request (metrics, access log).
+	Observe func(RequestInfo)
 }
 
 // Server is the S3 REST API over an objstore.Store. It is an
@@ -56,7 +61,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	verifier *s3auth.Verifier
-	users    map[string]User // by access key
+	users    *UserDirectory
 
 	idPrefix  string
 	idCounter atomic.Uint64
@@ -76,13 +81,11 @@ func New(store *objstore.Store, cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{store: store, cfg: cfg, log: cfg.Logger, users: map[string]User{}}
-	creds := s3auth.StaticCredentials{}
-	for _, u := range cfg.Users {
-		s.users[u.AccessKey] = u
-		creds[u.AccessKey] = u.SecretKey
+	s := &Server{store: store, cfg: cfg, log: cfg.Logger, users: cfg.Directory}
+	if s.users == nil {
+		s.users = NewUserDirectory(cfg.Users)
 	}
-	s.verifier = &s3auth.Verifier{Credentials: creds, Region: cfg.Region, Domains: cfg.Domains, Now: cfg.Now}
+	s.verifier = &s3auth.Verifier{Credentials: s.users, Region: cfg.Region, Domains: cfg.Domains, Now: cfg.Now}
 	var seed [4]byte
 	_, _ = rand.Read(seed[:])
 	s.idPrefix = strings.ToUpper(hex.EncodeToString(seed[:]))
@@ -153,8 +156,16 @@ func (s *Server) newRequestID() string {
 // ServeHTTP routes, authenticates and authorizes the request, then runs
 // its operation. Every failure, a panic included, ends as S3 error XML.
 func (s *Server) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
+	var counted *countingWriter
+	if s.cfg.Observe != nil {
+		counted = &countingWriter{ResponseWriter: hw}
+		hw = counted
+	}
 	w := &responseWriter{ResponseWriter: hw}
 	rq := &request{Request: r, w: w, id: s.newRequestID(), contentLength: r.ContentLength}
+	if counted != nil {
+		defer s.observe(rq, counted, time.Now())
+	}
 	h := w.Header()
 	h.Set("x-amz-request-id", rq.id)
 	h.Set("x-amz-id-2", base64.StdEncoding.EncodeToString([]byte(rq.id)))

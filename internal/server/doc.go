@@ -8,6 +8,13 @@
 //	meta/              pebble metadata (--meta-dir; put it on SSD)
 //	segments/          append-only segment files (--data-dir; HDD is fine)
 //	credentials.json   the generated root user, mode 0600
+//	users.json         users added through the admin API, mode 0600
+//	admin-token        the generated admin API token, mode 0600
+//
+// Besides the S3 listener, Run serves the admin API, /metrics, health and
+// pprof on Config.AdminAddress (package admin), runs automatic vacuum and
+// the lifecycle sweeper, and starts a vacuum pass on SIGUSR1. Settings
+// (flags, B3_* variables, YAML file) are resolved by LoadSettings.
 //
 // Credentials given as flags (or B3_ACCESS_KEY/B3_SECRET_KEY) take the
 // place of the generated ones and are not written to disk.

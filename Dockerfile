@@ -1,0 +1,30 @@
+# b3: a static binary in an empty image.
+#
+#   docker build -t b3 .
+#   docker run -p 9000:9000 -p 127.0.0.1:9001:9001 -v b3data:/data b3
+#
+# The binary is built with CGO_ENABLED=0 (cmd/b3's TestStaticBinary checks
+# that such a build has no ELF interpreter), so FROM scratch suffices.
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/b3 ./cmd/b3 \
+ && mkdir -p /out/data
+
+FROM scratch
+COPY --from=build /out/b3 /b3
+COPY --from=build --chown=65532:65532 /out/data /data
+USER 65532:65532
+# Inside a container the listeners must not be bound to loopback. Keep the
+# admin port (9001) unpublished or published on a private address only:
+# /metrics and /health are unauthenticated there.
+ENV B3_DATA=/data \
+    B3_ADDRESS=0.0.0.0:9000 \
+    B3_ADMIN_ADDRESS=0.0.0.0:9001
+VOLUME /data
+EXPOSE 9000 9001
+ENTRYPOINT ["/b3"]
+CMD ["server"]

@@ -1,0 +1,361 @@
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/b3-storage/b3/internal/iolimit"
+	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
+)
+
+//go:embed console.html
+var consolePage []byte
+
+// UserStore manages access keys. Implementations persist changes and make
+// them visible to the S3 API before returning.
+type UserStore interface {
+	List() []User
+	Add(name string) (User, error)
+	Remove(accessKey string) error
+}
+
+// ErrNoSuchUser is returned by UserStore.Remove for an unknown or
+// non-removable key.
+var ErrNoSuchUser = errors.New("admin: no such removable user")
+
+// Config configures the admin API.
+type Config struct {
+	Store   *objstore.Store
+	Limiter *iolimit.Limiter // nil: limits cannot be set
+	Users   UserStore        // nil: user management disabled
+	Token   string           // bearer token; must not be empty
+	// Registry is where /metrics reads from (default: a new registry with
+	// the Go and process collectors).
+	Registry *prometheus.Registry
+	// Ready reports whether the S3 API accepts requests (default: always).
+	Ready  func() bool
+	Logger *slog.Logger
+	// Context bounds passes started on demand (vacuum, lifecycle).
+	Context context.Context
+}
+
+// Server is the admin HTTP handler.
+type Server struct {
+	cfg     Config
+	mux     *http.ServeMux
+	started time.Time
+	closing atomic.Bool
+}
+
+// New returns the admin handler.
+func New(cfg Config) (*Server, error) {
+	if cfg.Token == "" {
+		return nil, errors.New("admin: empty token")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Context == nil {
+		cfg.Context = context.Background()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = NewRegistry()
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), started: time.Now()}
+	m := s.mux
+	m.HandleFunc("GET /health/live", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "live"}) })
+	m.HandleFunc("GET /health/ready", s.ready)
+	m.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
+	m.HandleFunc("GET /console", func(w http.ResponseWriter, _ *http.Request) {
+		// The page holds no data: it asks for the token and calls the API.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+		_, _ = w.Write(consolePage)
+	})
+	m.Handle("/debug/pprof/", s.auth(http.HandlerFunc(pprof.Index)))
+	m.Handle("/debug/pprof/cmdline", s.auth(http.HandlerFunc(pprof.Cmdline)))
+	m.Handle("/debug/pprof/profile", s.auth(http.HandlerFunc(pprof.Profile)))
+	m.Handle("/debug/pprof/symbol", s.auth(http.HandlerFunc(pprof.Symbol)))
+	m.Handle("/debug/pprof/trace", s.auth(http.HandlerFunc(pprof.Trace)))
+	api := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+		m.Handle(pattern, s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				status := http.StatusInternalServerError
+				var he *httpError
+				if errors.As(err, &he) {
+					status = he.status
+				} else {
+					cfg.Logger.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+				}
+				writeJSON(w, status, map[string]string{"error": err.Error()})
+			}
+		})))
+	}
+	api("GET /admin/v1/stats", s.stats)
+	api("GET /admin/v1/users", s.listUsers)
+	api("POST /admin/v1/users", s.addUser)
+	api("DELETE /admin/v1/users/{accessKey}", s.removeUser)
+	api("GET /admin/v1/vacuum", s.vacuumStatus)
+	api("POST /admin/v1/vacuum/start", s.vacuumStart)
+	api("POST /admin/v1/vacuum/stop", s.vacuumStop)
+	api("POST /admin/v1/vacuum/auto", s.vacuumAuto)
+	api("GET /admin/v1/limits", s.getLimits)
+	api("PUT /admin/v1/limits", s.setLimits)
+	api("GET /admin/v1/cache", s.cacheStats)
+	api("POST /admin/v1/lifecycle/run", s.lifecycleRun)
+	return s, nil
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// SetClosing makes /health/ready fail (the server is draining).
+func (s *Server) SetClosing() { s.closing.Store(true) }
+
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+func (s *Server) auth(h http.Handler) http.Handler {
+	want := []byte("Bearer " + s.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="b3-admin"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func readJSON(r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("request body: %v", err)
+	}
+	return nil
+}
+
+func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
+	if s.closing.Load() || (s.cfg.Ready != nil && !s.cfg.Ready()) {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
+	st := s.snapshot()
+	if r.URL.Query().Get("objects") == "1" {
+		counts, err := s.countObjects()
+		if err != nil {
+			return err
+		}
+		st.Objects = counts
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+func (s *Server) snapshot() Stats {
+	store := s.cfg.Store
+	return Stats{
+		Segments:  store.Segments(),
+		Vacuum:    store.VacuumStatus(),
+		Lifecycle: store.LifecycleStatus(),
+		Cache:     store.CacheStats(),
+		IO:        s.cfg.Limiter.Stats(),
+		Limits:    s.cfg.Limiter.Limits(),
+		Blob:      store.Blob().Stats(),
+		Uptime:    time.Since(s.started),
+	}
+}
+
+func (s *Server) countObjects() (*ObjectCounts, error) {
+	buckets, err := s.cfg.Store.ListBuckets()
+	if err != nil {
+		return nil, err
+	}
+	c := &ObjectCounts{Buckets: len(buckets)}
+	err = s.cfg.Store.Meta().ScanObjects("", "", func(o *meta.Object) error {
+		c.Objects++
+		c.Bytes += o.Size
+		return nil
+	})
+	return c, err
+}
+
+func (s *Server) listUsers(w http.ResponseWriter, _ *http.Request) error {
+	if s.cfg.Users == nil {
+		return &httpError{http.StatusNotImplemented, "user management is not enabled"}
+	}
+	writeJSON(w, http.StatusOK, s.cfg.Users.List())
+	return nil
+}
+
+func (s *Server) addUser(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Users == nil {
+		return &httpError{http.StatusNotImplemented, "user management is not enabled"}
+	}
+	var req struct {
+		Name string `json:"name"`
+	}
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Name == "" || len(req.Name) > 64 || strings.ContainsAny(req.Name, ":,\n") {
+		return badRequest("name: 1..64 characters, no ':' ',' or newline")
+	}
+	u, err := s.cfg.Users.Add(req.Name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, u)
+	return nil
+}
+
+func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Users == nil {
+		return &httpError{http.StatusNotImplemented, "user management is not enabled"}
+	}
+	err := s.cfg.Users.Remove(r.PathValue("accessKey"))
+	if errors.Is(err, ErrNoSuchUser) {
+		return &httpError{http.StatusNotFound, err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) vacuumStatus(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, s.cfg.Store.VacuumStatus())
+	return nil
+}
+
+// StartVacuumPass starts one vacuum pass in the background (SIGUSR1 and
+// POST /admin/v1/vacuum/start). It returns objstore.ErrVacuumInProgress if
+// one is running.
+func (s *Server) StartVacuumPass(threshold float64) error {
+	if s.cfg.Store.VacuumStatus().Running {
+		return objstore.ErrVacuumInProgress
+	}
+	go func() {
+		res, err := s.cfg.Store.Vacuum(s.cfg.Context, threshold)
+		switch {
+		case errors.Is(err, objstore.ErrVacuumInProgress):
+		case err != nil && s.cfg.Context.Err() == nil:
+			s.cfg.Logger.Error("vacuum pass failed", "err", err)
+		default:
+			s.cfg.Logger.Info("vacuum pass done", "segments_removed", res.SegmentsRemoved,
+				"bytes_reclaimed", res.BytesReclaimed, "bytes_copied", res.BytesCopied)
+		}
+	}()
+	return nil
+}
+
+func (s *Server) vacuumStart(w http.ResponseWriter, r *http.Request) error {
+	var req VacuumRequest
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Threshold < 0 || req.Threshold > 1 {
+		return badRequest("threshold %v: want 0 (configured) or a ratio in (0, 1]", req.Threshold)
+	}
+	if err := s.StartVacuumPass(req.Threshold); err != nil {
+		return &httpError{http.StatusConflict, err.Error()}
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "started"})
+	return nil
+}
+
+func (s *Server) vacuumStop(w http.ResponseWriter, _ *http.Request) error {
+	s.cfg.Store.StopVacuum()
+	writeJSON(w, http.StatusOK, s.cfg.Store.VacuumStatus())
+	return nil
+}
+
+func (s *Server) vacuumAuto(w http.ResponseWriter, r *http.Request) error {
+	var req VacuumRequest
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	interval, err := time.ParseDuration(req.Interval)
+	if err != nil || interval <= 0 {
+		return badRequest("interval %q: want a positive duration such as 5m", req.Interval)
+	}
+	s.cfg.Store.StopVacuum()
+	s.cfg.Store.StartVacuum(interval)
+	writeJSON(w, http.StatusOK, s.cfg.Store.VacuumStatus())
+	return nil
+}
+
+func (s *Server) getLimits(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, s.cfg.Limiter.Limits())
+	return nil
+}
+
+func (s *Server) setLimits(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Limiter == nil {
+		return &httpError{http.StatusNotImplemented, "no I/O limiter configured"}
+	}
+	var l iolimit.Limits
+	if err := readJSON(r, &l); err != nil {
+		return err
+	}
+	if err := l.Validate(); err != nil {
+		return badRequest("%v", err)
+	}
+	s.cfg.Limiter.SetLimits(l)
+	s.cfg.Logger.Info("I/O limits changed", "limits", fmt.Sprintf("%+v", l))
+	writeJSON(w, http.StatusOK, s.cfg.Limiter.Limits())
+	return nil
+}
+
+func (s *Server) cacheStats(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, s.cfg.Store.CacheStats())
+	return nil
+}
+
+func (s *Server) lifecycleRun(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.cfg.Store.SweepLifecycle(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}

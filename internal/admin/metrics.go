@@ -1,0 +1,203 @@
+package admin
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/iolimit"
+	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/s3api"
+)
+
+// NewRegistry returns a registry with the Go runtime and process
+// collectors.
+func NewRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+// RequestMetrics count S3 requests; Observe is s3api.Config.Observe.
+type RequestMetrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	bytesIn  *prometheus.CounterVec
+	bytesOut *prometheus.CounterVec
+}
+
+// NewRequestMetrics registers the request metrics in r.
+func NewRequestMetrics(r prometheus.Registerer) *RequestMetrics {
+	m := &RequestMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "b3_s3_requests_total", Help: "S3 requests by operation and HTTP status.",
+		}, []string{"operation", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "b3_s3_request_duration_seconds", Help: "S3 request latency, first byte in to last byte out, by operation.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"operation"}),
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "b3_s3_received_bytes_total", Help: "Request body bytes received (as declared), by operation.",
+		}, []string{"operation"}),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "b3_s3_sent_bytes_total", Help: "Response body bytes sent, by operation.",
+		}, []string{"operation"}),
+	}
+	r.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut)
+	return m
+}
+
+// Observe records one finished request.
+func (m *RequestMetrics) Observe(info s3api.RequestInfo) {
+	op := info.Operation
+	if op == "" {
+		op = "unknown"
+	}
+	m.requests.WithLabelValues(op, strconv.Itoa(info.Status)).Inc()
+	m.latency.WithLabelValues(op).Observe(info.Duration.Seconds())
+	if info.BytesIn > 0 {
+		m.bytesIn.WithLabelValues(op).Add(float64(info.BytesIn))
+	}
+	m.bytesOut.WithLabelValues(op).Add(float64(info.BytesOut))
+}
+
+// StoreCollector reads the engine's counters at scrape time: disk I/O by
+// priority, fsyncs and group commits, segments, vacuum, lifecycle, cache.
+type StoreCollector struct {
+	Store   *objstore.Store
+	Limiter *iolimit.Limiter
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+var (
+	dIOBytes       = desc("b3_disk_io_bytes_total", "Segment bytes granted by the I/O limiter, by direction and priority.", "direction", "priority")
+	dIOWaits       = desc("b3_disk_io_waits_total", "Limiter calls that had to wait, by direction and priority.", "direction", "priority")
+	dIOWaitSeconds = desc("b3_disk_io_wait_seconds_total", "Time spent waiting in the limiter, by direction and priority.", "direction", "priority")
+	dIOLimit       = desc("b3_disk_io_limit_bytes_per_second", "Configured I/O limits (0 = unlimited).", "direction", "class")
+	dFsyncs        = desc("b3_fsync_total", "Segment fsyncs.")
+	dFsyncSeconds  = desc("b3_fsync_seconds_total", "Total fsync latency (divide by b3_fsync_total for the mean).")
+	dFsyncMax      = desc("b3_fsync_max_seconds", "Longest fsync since start.")
+	dGroupBatch    = desc("b3_group_commit_batch_size", "Writers served per group-commit fsync.")
+	dAppended      = desc("b3_segment_appended_bytes_total", "Record bytes appended to segments.")
+	dReadBytes     = desc("b3_segment_read_bytes_total", "Bytes read from segment files.")
+	dCorrupt       = desc("b3_segment_corrupt_records_total", "Records found corrupt.")
+	dSegments      = desc("b3_segments", "Segment files.")
+	dSegBytes      = desc("b3_segment_bytes", "Bytes in segment files.")
+	dSegDead       = desc("b3_segment_dead_bytes", "Dead bytes in segment files (reclaimable by vacuum).")
+	dVacRunning    = desc("b3_vacuum_running", "1 while a vacuum pass runs.")
+	dVacRemoved    = desc("b3_vacuum_segments_removed_total", "Segments removed by vacuum.")
+	dVacReclaimed  = desc("b3_vacuum_reclaimed_bytes_total", "Segment bytes freed by vacuum.")
+	dVacCopied     = desc("b3_vacuum_copied_bytes_total", "Live bytes copied forward by vacuum.")
+	dVacLast       = desc("b3_vacuum_last_pass_timestamp_seconds", "End of the last vacuum pass (0: none).")
+	dLcExpired     = desc("b3_lifecycle_expired_objects_total", "Objects deleted by the lifecycle sweeper.")
+	dLcAborted     = desc("b3_lifecycle_aborted_uploads_total", "Multipart uploads aborted by the lifecycle sweeper.")
+	dLcPasses      = desc("b3_lifecycle_passes_total", "Lifecycle sweeper passes.")
+	dLcReeval      = desc("b3_lifecycle_reevaluated_objects_total", "Object expiry instants recomputed after a rule change.")
+	dCacheHits     = desc("b3_cache_hits_total", "Object cache hits.")
+	dCacheMisses   = desc("b3_cache_misses_total", "Object cache misses.")
+	dCacheEvict    = desc("b3_cache_evictions_total", "Object cache evictions.")
+	dCacheInval    = desc("b3_cache_invalidations_total", "Object cache entries dropped by a write or delete.")
+	dCacheBytes    = desc("b3_cache_bytes", "Bytes held by the object cache.")
+	dCacheEntries  = desc("b3_cache_entries", "Objects held by the object cache.")
+)
+
+// Describe implements prometheus.Collector.
+func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{dIOBytes, dIOWaits, dIOWaitSeconds, dIOLimit, dFsyncs, dFsyncSeconds, dFsyncMax,
+		dGroupBatch, dAppended, dReadBytes, dCorrupt, dSegments, dSegBytes, dSegDead, dVacRunning, dVacRemoved,
+		dVacReclaimed, dVacCopied, dVacLast, dLcExpired, dLcAborted, dLcPasses, dLcReeval, dCacheHits, dCacheMisses,
+		dCacheEvict, dCacheInval, dCacheBytes, dCacheEntries} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+
+	io := c.Limiter.Stats()
+	for _, dir := range []iolimit.Direction{iolimit.Read, iolimit.Write} {
+		for _, p := range []iolimit.Priority{iolimit.Foreground, iolimit.Background} {
+			k := io.Get(dir, p)
+			counter(dIOBytes, float64(k.Bytes), dir.String(), p.String())
+			counter(dIOWaits, float64(k.Waits), dir.String(), p.String())
+			counter(dIOWaitSeconds, k.WaitTime.Seconds(), dir.String(), p.String())
+		}
+	}
+	l := c.Limiter.Limits()
+	gauge(dIOLimit, float64(l.ReadBytesPerSec), "read", "total")
+	gauge(dIOLimit, float64(l.WriteBytesPerSec), "write", "total")
+	gauge(dIOLimit, float64(l.BackgroundReadBytesPerSec), "read", "background")
+	gauge(dIOLimit, float64(l.BackgroundWriteBytesPerSec), "write", "background")
+
+	bs := c.Store.Blob().Stats()
+	counter(dFsyncs, float64(bs.Fsyncs))
+	counter(dFsyncSeconds, float64(bs.FsyncNanos)/1e9)
+	gauge(dFsyncMax, float64(bs.FsyncMaxNanos)/1e9)
+	ch <- groupBatchHistogram(bs)
+	counter(dAppended, float64(bs.BytesAppended))
+	counter(dReadBytes, float64(bs.BytesRead))
+	counter(dCorrupt, float64(bs.CorruptRecords))
+
+	var segs, size, dead float64
+	for _, seg := range c.Store.Segments() {
+		segs++
+		size += float64(seg.Size)
+		dead += float64(seg.DeadBytes)
+	}
+	gauge(dSegments, segs)
+	gauge(dSegBytes, size)
+	gauge(dSegDead, dead)
+
+	vs := c.Store.VacuumStatus()
+	running := 0.0
+	if vs.Running {
+		running = 1
+	}
+	gauge(dVacRunning, running)
+	counter(dVacRemoved, float64(vs.SegmentsRemoved))
+	counter(dVacReclaimed, float64(vs.BytesReclaimed))
+	counter(dVacCopied, float64(vs.BytesCopied))
+	last := 0.0
+	if !vs.LastPass.IsZero() {
+		last = float64(vs.LastPass.UnixNano()) / 1e9
+	}
+	gauge(dVacLast, last)
+
+	ls := c.Store.LifecycleStatus()
+	counter(dLcExpired, float64(ls.Expired))
+	counter(dLcAborted, float64(ls.Aborted))
+	counter(dLcPasses, float64(ls.Passes))
+	counter(dLcReeval, float64(ls.Reevaluated))
+
+	cs := c.Store.CacheStats()
+	counter(dCacheHits, float64(cs.Hits))
+	counter(dCacheMisses, float64(cs.Misses))
+	counter(dCacheEvict, float64(cs.Evictions))
+	counter(dCacheInval, float64(cs.Invalidations))
+	gauge(dCacheBytes, float64(cs.Bytes))
+	gauge(dCacheEntries, float64(cs.Entries))
+}
+
+// groupBatchHistogram turns blob's power-of-two batch counts into a
+// Prometheus histogram: bucket i holds batches of 2^i .. 2^(i+1)-1 writers.
+func groupBatchHistogram(bs blob.Stats) prometheus.Metric {
+	buckets := map[float64]uint64{}
+	var cum uint64
+	for i := 0; i < blob.BatchBuckets-1; i++ {
+		cum += uint64(bs.GroupBatchHist[i])
+		buckets[float64(int(1)<<(i+1)-1)] = cum
+	}
+	total := cum + uint64(bs.GroupBatchHist[blob.BatchBuckets-1])
+	return prometheus.MustNewConstHistogram(dGroupBatch, total, float64(bs.GroupWaiters), buckets)
+}

@@ -1,0 +1,101 @@
+package lifecycle
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func doc(rules string) []byte {
+	return []byte(`<LifecycleConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">` + rules + `</LifecycleConfiguration>`)
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := []struct {
+		name, rules, code string
+	}{
+		{"valid days", `<Rule><ID>a</ID><Status>Enabled</Status><Filter><Prefix>logs/</Prefix></Filter><Expiration><Days>3</Days></Expiration></Rule>`, ""},
+		{"valid legacy prefix", `<Rule><Status>Enabled</Status><Prefix>x</Prefix><Expiration><Days>1</Days></Expiration></Rule>`, ""},
+		{"valid and", `<Rule><Status>Enabled</Status><Filter><And><Prefix>p</Prefix><Tag><Key>k</Key><Value>v</Value></Tag><Tag><Key>k2</Key><Value>v</Value></Tag></And></Filter><Expiration><Date>2030-01-01T00:00:00Z</Date></Expiration></Rule>`, ""},
+		{"valid abort", `<Rule><Status>Disabled</Status><Filter></Filter><AbortIncompleteMultipartUpload><DaysAfterInitiation>2</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`, ""},
+		{"not xml", `<Rule>`, "MalformedXML"},
+		{"no rules", ``, "MalformedXML"},
+		{"bad status", `<Rule><Status>On</Status><Expiration><Days>1</Days></Expiration></Rule>`, "MalformedXML"},
+		{"zero days", `<Rule><Status>Enabled</Status><Expiration><Days>0</Days></Expiration></Rule>`, "InvalidArgument"},
+		{"negative days", `<Rule><Status>Enabled</Status><Expiration><Days>-1</Days></Expiration></Rule>`, "InvalidArgument"},
+		{"days and date", `<Rule><Status>Enabled</Status><Expiration><Days>1</Days><Date>2030-01-01T00:00:00Z</Date></Expiration></Rule>`, "MalformedXML"},
+		{"date not midnight", `<Rule><Status>Enabled</Status><Expiration><Date>2030-01-01T10:00:00Z</Date></Expiration></Rule>`, "InvalidArgument"},
+		{"empty expiration", `<Rule><Status>Enabled</Status><Expiration></Expiration></Rule>`, "MalformedXML"},
+		{"no action", `<Rule><Status>Enabled</Status><Filter><Prefix>a</Prefix></Filter></Rule>`, "InvalidRequest"},
+		{"prefix and filter", `<Rule><Status>Enabled</Status><Prefix>a</Prefix><Filter><Prefix>a</Prefix></Filter><Expiration><Days>1</Days></Expiration></Rule>`, "MalformedXML"},
+		{"two filter fields", `<Rule><Status>Enabled</Status><Filter><Prefix>a</Prefix><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Expiration><Days>1</Days></Expiration></Rule>`, "MalformedXML"},
+		{"duplicate id", `<Rule><ID>x</ID><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule><Rule><ID>x</ID><Status>Enabled</Status><Expiration><Days>2</Days></Expiration></Rule>`, "InvalidArgument"},
+		{"abort with tag", `<Rule><Status>Enabled</Status><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`, "InvalidRequest"},
+		{"abort zero", `<Rule><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`, "InvalidArgument"},
+		{"transition", `<Rule><Status>Enabled</Status><Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>`, "NotImplemented"},
+		{"long id", `<Rule><ID>` + string(make256()) + `</ID><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>`, "InvalidArgument"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse(doc(c.rules))
+			var le *Error
+			switch {
+			case c.code == "" && err != nil:
+				t.Fatalf("rejected: %v", err)
+			case c.code != "" && (!errors.As(err, &le) || le.Code != c.code):
+				t.Fatalf("got %v, want code %s", err, c.code)
+			}
+		})
+	}
+}
+
+func make256() []byte {
+	b := make([]byte, 256)
+	for i := range b {
+		b[i] = 'a'
+	}
+	return b
+}
+
+func TestExpiry(t *testing.T) {
+	conf, err := Parse(doc(`
+<Rule><ID>logs</ID><Status>Enabled</Status><Filter><Prefix>logs/</Prefix></Filter><Expiration><Days>3</Days></Expiration></Rule>
+<Rule><ID>tmp</ID><Status>Enabled</Status><Filter><And><Prefix>logs/</Prefix><Tag><Key>class</Key><Value>tmp</Value></Tag></And></Filter><Expiration><Days>1</Days></Expiration></Rule>
+<Rule><ID>off</ID><Status>Disabled</Status><Filter><Prefix></Prefix></Filter><Expiration><Days>1</Days></Expiration></Rule>
+<Rule><ID>big</ID><Status>Enabled</Status><Filter><ObjectSizeGreaterThan>1000</ObjectSizeGreaterThan></Filter><Expiration><Date>2030-01-01T00:00:00Z</Date></Expiration></Rule>
+<Rule><ID>mpu</ID><Status>Enabled</Status><Filter><Prefix>up/</Prefix></Filter><AbortIncompleteMultipartUpload><DaysAfterInitiation>2</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2014, 1, 15, 10, 30, 0, 0, time.UTC)
+	date := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		obj  Object
+		day  time.Duration
+		want time.Time
+	}{
+		{"aws example: rounded to midnight", Object{Key: "logs/a", Created: created}, Day, time.Date(2014, 1, 19, 0, 0, 0, 0, time.UTC)},
+		{"debug day is exact", Object{Key: "logs/a", Created: created}, time.Second, created.Add(3 * time.Second)},
+		{"tag rule is earlier", Object{Key: "logs/a", Tags: map[string]string{"class": "tmp"}, Created: created}, time.Second, created.Add(time.Second)},
+		{"tag value must match", Object{Key: "logs/a", Tags: map[string]string{"class": "keep"}, Created: created}, time.Second, created.Add(3 * time.Second)},
+		{"no match", Object{Key: "data/a", Created: created}, Day, time.Time{}},
+		{"size filter", Object{Key: "data/a", Size: 1001, Created: created}, Day, date},
+		{"size filter boundary", Object{Key: "data/a", Size: 1000, Created: created}, Day, time.Time{}},
+	}
+	for _, c := range cases {
+		if got := conf.Expiry(c.obj, c.day); !got.Equal(c.want) {
+			t.Errorf("%s: expiry %v, want %v", c.name, got, c.want)
+		}
+	}
+	if got := conf.AbortAt(Upload{Key: "up/x", Initiated: created}, time.Second); !got.Equal(created.Add(2 * time.Second)) {
+		t.Errorf("abort at %v", got)
+	}
+	if got := conf.AbortAt(Upload{Key: "logs/x", Initiated: created}, time.Second); !got.IsZero() {
+		t.Errorf("abort of non-matching upload at %v", got)
+	}
+	var none *Configuration
+	if !none.Expiry(Object{Key: "a"}, Day).IsZero() || none.HasActions() {
+		t.Error("nil configuration acts")
+	}
+}

@@ -1,0 +1,65 @@
+package s3api
+
+import (
+	"io"
+	"net/http"
+	"time"
+)
+
+// RequestInfo describes one finished request, for metrics and the access
+// log (Config.Observe).
+type RequestInfo struct {
+	ID        string
+	Operation string // S3 operation name ("GetObject"), "" if routing failed
+	Method    string
+	Path      string
+	Status    int
+	BytesIn   int64 // request body bytes, as declared (-1: unknown)
+	BytesOut  int64 // response body bytes written
+	Duration  time.Duration
+	AccessKey string
+	Remote    string
+}
+
+// countingWriter counts response body bytes; it keeps the sendfile path
+// (ReadFrom) and the connection reachable (Unwrap).
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	w.n += int64(n)
+	return n, err
+}
+
+func (w *countingWriter) ReadFrom(r io.Reader) (int64, error) {
+	var n int64
+	var err error
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(w.ResponseWriter, r)
+	}
+	w.n += n
+	return n, err
+}
+
+func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe reports a finished request to Config.Observe.
+func (s *Server) observe(rq *request, cw *countingWriter, start time.Time) {
+	info := RequestInfo{
+		ID: rq.id, Method: rq.Method, Path: rq.URL.Path, Status: rq.w.status,
+		BytesIn: rq.Request.ContentLength, BytesOut: cw.n, Duration: time.Since(start),
+		AccessKey: rq.accessKey, Remote: rq.RemoteAddr,
+	}
+	if rq.op != nil {
+		info.Operation = rq.op.name
+	}
+	if info.Status == 0 {
+		info.Status = http.StatusOK
+	}
+	s.cfg.Observe(info)
+}

@@ -1,0 +1,244 @@
+package server
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/cache"
+)
+
+// Setting is one configuration item. Each has three spellings, highest
+// precedence first: the flag --Name, the environment variable B3_NAME
+// (upper case, '-' as '_'), and the key Name in the YAML config file.
+// Defaults apply when none is given.
+type Setting struct {
+	Name, Default, Help string
+	apply               func(c *Config, o *Output, v string) error
+}
+
+// Output is what the settings decide beyond Config: how to log.
+type Output struct {
+	LogLevel  slog.Level
+	LogFormat string // "text" or "json"
+}
+
+// Env is the environment variable of a setting.
+func (s Setting) Env() string { return "B3_" + strings.ToUpper(strings.ReplaceAll(s.Name, "-", "_")) }
+
+// Settings lists every setting of `b3 server`, in --help order.
+func Settings() []Setting {
+	str := func(dst func(*Config) *string) func(*Config, *Output, string) error {
+		return func(c *Config, _ *Output, v string) error { *dst(c) = v; return nil }
+	}
+	size := func(dst func(*Config) *int64) func(*Config, *Output, string) error {
+		return func(c *Config, _ *Output, v string) error {
+			n, err := ParseBytes(v)
+			*dst(c) = n
+			return err
+		}
+	}
+	dur := func(dst func(*Config) *time.Duration) func(*Config, *Output, string) error {
+		return func(c *Config, _ *Output, v string) error {
+			d, err := time.ParseDuration(v)
+			if err == nil && d < 0 {
+				err = fmt.Errorf("negative duration")
+			}
+			*dst(c) = d
+			return err
+		}
+	}
+	num := func(dst func(*Config) *float64) func(*Config, *Output, string) error {
+		return func(c *Config, _ *Output, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err == nil && f < 0 {
+				err = fmt.Errorf("negative")
+			}
+			*dst(c) = f
+			return err
+		}
+	}
+	boolean := func(dst func(*Config) *bool) func(*Config, *Output, string) error {
+		return func(c *Config, _ *Output, v string) error {
+			b, err := strconv.ParseBool(v)
+			*dst(c) = b
+			return err
+		}
+	}
+	return []Setting{
+		{"address", "127.0.0.1:9000", "S3 listen address", str(func(c *Config) *string { return &c.Address })},
+		{"data", "data", "data root: meta/, segments/, credentials.json, users.json, admin-token", str(func(c *Config) *string { return &c.Root })},
+		{"meta-dir", "", "metadata directory, put it on SSD (default <data>/meta)", str(func(c *Config) *string { return &c.MetaDir })},
+		{"data-dir", "", "segment directory, HDD is fine (default <data>/segments)", str(func(c *Config) *string { return &c.DataDir })},
+		{"access-key", "", "root access key (default: generated on first start)", str(func(c *Config) *string { return &c.AccessKey })},
+		{"secret-key", "", "root secret key", str(func(c *Config) *string { return &c.SecretKey })},
+		{"users", "", "extra users, name:accesskey:secret[,...] (not persisted)", func(c *Config, _ *Output, v string) error {
+			users, err := ParseUsers(v)
+			c.Users = users
+			return err
+		}},
+		{"region", "us-east-1", "region", str(func(c *Config) *string { return &c.Region })},
+		{"domain", "", "base domain(s) of virtual-host-style requests, comma separated", func(c *Config, _ *Output, v string) error {
+			c.Domains = nil
+			for d := range strings.SplitSeq(v, ",") {
+				if d = strings.TrimSpace(d); d != "" {
+					c.Domains = append(c.Domains, strings.ToLower(d))
+				}
+			}
+			return nil
+		}},
+		{"fsync", "batch", "durability: batch (group commit), always, none (benchmarks only)", func(c *Config, _ *Output, v string) error {
+			p, err := blob.ParseSyncPolicy(v)
+			c.Sync = p
+			return err
+		}},
+		{"direct-io", "true", "write segments with O_DIRECT where supported", boolean(func(c *Config) *bool { return &c.DirectIO })},
+		{"segment-size", "1GiB", "segment file size", size(func(c *Config) *int64 { return &c.SegmentSize })},
+		{"log-level", "info", "debug, info, warn, error", func(_ *Config, o *Output, v string) error { return o.LogLevel.UnmarshalText([]byte(v)) }},
+		{"log-format", "text", "text or json", func(_ *Config, o *Output, v string) error {
+			if v != "text" && v != "json" {
+				return fmt.Errorf("want text or json")
+			}
+			o.LogFormat = v
+			return nil
+		}},
+		{"access-log", "false", "log every S3 request (request id, operation, status, bytes, duration)", boolean(func(c *Config) *bool { return &c.AccessLog })},
+		{"admin-address", "127.0.0.1:9001", "admin API, /metrics, /health, pprof listen address (\"\" disables)", str(func(c *Config) *string { return &c.AdminAddress })},
+		{"admin-token", "", "admin bearer token (default: generated into <data>/admin-token)", str(func(c *Config) *string { return &c.AdminToken })},
+		{"read-limit", "0", "disk read bytes/s, all priorities (0 = unlimited; units KiB, MiB, GiB, KB, MB, GB)", size(func(c *Config) *int64 { return &c.Limits.ReadBytesPerSec })},
+		{"write-limit", "0", "disk write bytes/s, all priorities (0 = unlimited)", size(func(c *Config) *int64 { return &c.Limits.WriteBytesPerSec })},
+		{"background-read-limit", "0", "disk read bytes/s of vacuum (0 = what clients leave)", size(func(c *Config) *int64 { return &c.Limits.BackgroundReadBytesPerSec })},
+		{"background-write-limit", "0", "disk write bytes/s of vacuum (0 = what clients leave)", size(func(c *Config) *int64 { return &c.Limits.BackgroundWriteBytesPerSec })},
+		{"vacuum-threshold", "0.5", "dead/size ratio from which a sealed segment is vacuumed", num(func(c *Config) *float64 { return &c.VacuumThreshold })},
+		{"vacuum-interval", "5m", "automatic vacuum check period (0 = only on demand: b3 admin vacuum start, SIGUSR1)", dur(func(c *Config) *time.Duration { return &c.VacuumInterval })},
+		{"lifecycle-interval", "1h", "lifecycle sweeper period (rule changes start a pass at once)", dur(func(c *Config) *time.Duration { return &c.LifecycleInterval })},
+		{"lifecycle-rate", "1000", "lifecycle deletes and aborts per second (0 = unlimited)", num(func(c *Config) *float64 { return &c.LifecycleRate })},
+		{"lifecycle-day", "24h", "length of a lifecycle day; DEBUG/TESTS ONLY: e.g. 1s makes Days=1 mean one second", dur(func(c *Config) *time.Duration { return &c.LifecycleDay })},
+		{"cache-size", "64MiB", "small-object memory cache (0 = off)", size(func(c *Config) *int64 { return &c.CacheBytes })},
+		{"cache-max-object", "1MiB", "largest object the cache holds", size(func(c *Config) *int64 { return &c.CacheMaxObject })},
+		{"cache-policy", "s3fifo", "cache eviction: lru or s3fifo", func(c *Config, _ *Output, v string) error {
+			p, err := cache.ParsePolicy(v)
+			c.CachePolicy = p
+			return err
+		}},
+	}
+}
+
+// ParseBytes parses "123", "64KiB", "1.5GiB", "100MB" (case-insensitive).
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToLower(s))
+	mult := 1.0
+	for _, u := range []struct {
+		suffix string
+		mult   float64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("size %q: want a non-negative number of bytes, units KiB MiB GiB KB MB GB", s)
+	}
+	return int64(f * mult), nil
+}
+
+// LoadSettings resolves every setting from, in rising precedence: the
+// defaults, the YAML file named by --config or B3_CONFIG, the B3_*
+// environment, and the flags in args. It returns the Config and logging
+// output; help text goes to usage.
+func LoadSettings(args []string, getenv func(string) (string, bool), usage io.Writer) (Config, Output, error) {
+	settings := Settings()
+	values := map[string]string{}
+	for _, s := range settings {
+		values[s.Name] = s.Default
+	}
+	configPath, _ := getenv("B3_CONFIG")
+	for i, a := range args {
+		switch {
+		case a == "--config" || a == "-config":
+			if i+1 < len(args) {
+				configPath = args[i+1]
+			}
+		case strings.HasPrefix(a, "--config="), strings.HasPrefix(a, "-config="):
+			configPath = a[strings.Index(a, "=")+1:]
+		}
+	}
+	if configPath != "" {
+		data, err := os.ReadFile(configPath)
+		if err != nil {
+			return Config{}, Output{}, fmt.Errorf("config file: %w", err)
+		}
+		var doc map[string]any
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			return Config{}, Output{}, fmt.Errorf("config file %s: %w", configPath, err)
+		}
+		for k, v := range doc {
+			if _, known := values[k]; !known {
+				return Config{}, Output{}, fmt.Errorf("config file %s: unknown setting %q", configPath, k)
+			}
+			values[k] = fmt.Sprint(v)
+		}
+	}
+	for _, s := range settings {
+		if v, ok := getenv(s.Env()); ok {
+			values[s.Name] = v
+		}
+	}
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.String("config", configPath, "YAML config file: keys are the flag names (B3_CONFIG)")
+	ptrs := map[string]*string{}
+	for _, s := range settings {
+		v := &settingValue{s: values[s.Name], isBool: s.Default == "true" || s.Default == "false"}
+		fs.Var(v, s.Name, fmt.Sprintf("%s (%s)", s.Help, s.Env()))
+		ptrs[s.Name] = &v.s
+	}
+	fs.Usage = func() {
+		fmt.Fprintln(usage, "usage: b3 server [flags]\n\nEvery setting is a flag, a B3_* environment variable and a key of the\nYAML file given by --config (precedence in that order). Settings:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, Output{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, Output{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var cfg Config
+	out := Output{LogFormat: "text"}
+	for _, s := range settings {
+		if err := s.apply(&cfg, &out, *ptrs[s.Name]); err != nil {
+			return Config{}, Output{}, fmt.Errorf("--%s=%q: %w", s.Name, *ptrs[s.Name], err)
+		}
+	}
+	return cfg, out, nil
+}
+
+// NewLogger returns the slog logger Output asks for.
+func (o Output) NewLogger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: o.LogLevel}
+	if o.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// settingValue is a flag holding a setting's text; boolean settings may be
+// given as a bare --name.
+type settingValue struct {
+	s      string
+	isBool bool
+}
+
+func (v *settingValue) String() string     { return v.s }
+func (v *settingValue) Set(s string) error { v.s = s; return nil }
+func (v *settingValue) IsBoolFlag() bool   { return v.isBool }

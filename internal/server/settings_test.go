@@ -1,0 +1,97 @@
+package server
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/b3-storage/b3/internal/blob"
+)
+
+func TestSettingsPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "b3.yaml")
+	os.WriteFile(file, []byte("vacuum-interval: 10m\nregion: eu-west-1\nfsync: always\ncache-size: 128MiB\nlog-format: json\naccess-log: true\n"), 0o644)
+	env := map[string]string{"B3_CONFIG": file, "B3_REGION": "eu-central-1", "B3_BACKGROUND_WRITE_LIMIT": "20MiB"}
+	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cfg, out, err := LoadSettings([]string{"--region", "ap-south-1", "--lifecycle-day=1s"}, getenv, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"flag over env over file", cfg.Region, "ap-south-1"},
+		{"file over default", cfg.VacuumInterval, 10 * time.Minute},
+		{"file fsync", cfg.Sync, blob.SyncAlways},
+		{"file size", cfg.CacheBytes, int64(128 << 20)},
+		{"env size", cfg.Limits.BackgroundWriteBytesPerSec, int64(20 << 20)},
+		{"flag duration", cfg.LifecycleDay, time.Second},
+		{"default", cfg.Address, "127.0.0.1:9000"},
+		{"default bool", cfg.DirectIO, true},
+		{"file bool", cfg.AccessLog, true},
+		{"log format", out.LogFormat, "json"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+	}
+
+	os.WriteFile(file, []byte("no-such-setting: 1\n"), 0o644)
+	if _, _, err := LoadSettings(nil, getenv, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "no-such-setting") {
+		t.Fatalf("unknown file key: %v", err)
+	}
+	for _, bad := range [][]string{{"--fsync", "sometimes"}, {"--cache-policy", "arc"}, {"--vacuum-interval", "-1s"}, {"--write-limit", "lots"}} {
+		if _, _, err := LoadSettings(bad, func(string) (string, bool) { return "", false }, &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// TestHelpListsEverySetting: --help shows each flag with its variable.
+func TestHelpListsEverySetting(t *testing.T) {
+	var help bytes.Buffer
+	if _, _, err := LoadSettings([]string{"--help"}, func(string) (string, bool) { return "", false }, &help); err == nil {
+		t.Fatal("--help did not stop")
+	}
+	for _, s := range Settings() {
+		if !strings.Contains(help.String(), "-"+s.Name) || !strings.Contains(help.String(), s.Env()) {
+			t.Errorf("--help lacks %s / %s", s.Name, s.Env())
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "123": 123, "64KiB": 64 << 10, "1.5GiB": 3 << 29, "100MB": 100e6, "2m": 2 << 20, "7 B": 7} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "x", "1XB"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", bad)
+		}
+	}
+}
+
+// TestExampleConfig: the example shipped in deploy/ is valid.
+func TestExampleConfig(t *testing.T) {
+	env := func(k string) (string, bool) {
+		if k == "B3_CONFIG" {
+			return "../../deploy/b3.yaml", true
+		}
+		return "", false
+	}
+	cfg, out, err := LoadSettings(nil, env, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MetaDir != "/srv/ssd/b3/meta" || cfg.Limits.BackgroundWriteBytesPerSec != 40<<20 || out.LogFormat != "json" || cfg.CacheBytes != 256<<20 {
+		t.Fatalf("example config read as %+v %+v", cfg, out)
+	}
+}

@@ -85,7 +85,11 @@ func ratio(ok bool, v, base, alt, altBase float64) string {
 func runCompare(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("b3 bench compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, "usage: b3 bench compare A.json B.json [more.json...]") }
+	names := fs.String("names", "", "comma-separated column names, one per file (default #1, #2, ...)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: b3 bench compare [--names a,b] A.json B.json [more.json...]\n\nRatios are each report over the first (A).")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return err
@@ -95,16 +99,24 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() < 2 {
 		return usagef("compare needs at least two result files")
 	}
+	var labels []string
+	if *names != "" {
+		labels = splitList(*names)
+		if len(labels) != fs.NArg() {
+			return usagef("--names has %d names for %d files", len(labels), fs.NArg())
+		}
+	}
 	var reports []*Report
-	var names []string
 	for i, path := range fs.Args() {
 		r, err := ReadReport(path)
 		if err != nil {
 			return err
 		}
 		reports = append(reports, r)
-		names = append(names, fmt.Sprintf("#%d", i+1))
-		fmt.Fprintf(stdout, "#%d = %s (%s, %s)\n", i+1, filepath.Base(path), r.Kind, r.Target)
+		if *names == "" {
+			labels = append(labels, fmt.Sprintf("#%d", i+1))
+		}
+		fmt.Fprintf(stdout, "%s = %s (%s, %s)\n", labels[i], filepath.Base(path), r.Kind, r.Target)
 	}
-	return Compare(stdout, names, reports)
+	return Compare(stdout, labels, reports)
 }

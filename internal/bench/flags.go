@@ -20,6 +20,7 @@ type modeOptions struct {
 	local      bool
 	pid        int
 	diskDevice string
+	cpuProfile string
 	run        func(ctx context.Context, rep *Report, pool *Pool, progress *Progress, log io.Writer) error
 }
 
@@ -44,6 +45,7 @@ func (s *s3Flags) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.opts.PartConcurrency, "part-concurrency", 4, "transfer manager parts in flight per object")
 	fs.IntVar(&s.opts.Retries, "retries", 0, "SDK retries per request (0: every failure is reported)")
 	fs.BoolVar(&s.opts.ChecksumWhenRequired, "checksum-when-required", false, "send request checksums only where required (SDK default: CRC32 on every PUT)")
+	fs.BoolVar(&s.opts.SignPayload, "sign-payload", false, "SHA-256 every upload body for SigV4, as SDKs do over plain HTTP (default: UNSIGNED-PAYLOAD, as over HTTPS; saves client and server CPU)")
 	fs.DurationVar(&s.opts.RequestTimeout, "request-timeout", 0, "per-request timeout (0: none)")
 	fs.BoolVar(&s.createBucket, "create-bucket", true, "create the bucket if missing")
 	fs.StringVar(&s.prefix, "prefix", "", "key prefix (default: b3-bench/<start time>)")
@@ -96,6 +98,7 @@ func parseFlags(mode string, args []string, stderr io.Writer) (*modeOptions, err
 	fs.BoolVar(&o.local, "local", false, "the target runs on this machine: sample CPU, disk and --pid RSS each second")
 	fs.IntVar(&o.pid, "pid", 0, "with --local: server process whose RSS to sample")
 	fs.StringVar(&o.diskDevice, "disk-device", "", "with --local: block device to sample (e.g. sda; default: busiest)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator to this file (is the client the bottleneck?)")
 
 	var build func() error
 	switch mode {

@@ -46,10 +46,12 @@ func (k *KVRunner) Run(ctx context.Context, cfg KVConfig, rep *Report) {
 	// Load phase: every record once, in order.
 	load := NewRecorder()
 	peak.track(fmt.Sprintf("kv load %d records", cfg.Records), load, Bound{})
+	cpu := startCPUMeter()
 	elapsed := ClosedLoop(ctx, cfg.Concurrency, Bound{Count: cfg.Records}, load,
 		func(ctx context.Context, _ int, seq int64) (int64, error) { return put(ctx, seq) })
 	cell := load.Cell(elapsed)
 	cell.Op, cell.Mode, cell.Size, cell.Concurrency = "insert", "load", cfg.ValueSize, cfg.Concurrency
+	cell.ClientCPU = cpu.percent(elapsed)
 	rep.Cells = append(rep.Cells, cell)
 	if cfg.Cleanup {
 		defer func() {
@@ -80,6 +82,7 @@ func (k *KVRunner) Run(ctx context.Context, cfg KVConfig, rep *Report) {
 			coins[w] = rand.New(rand.NewPCG(uint64(w), 7))
 		}
 		peak.track("kv "+mode, total, cfg.Bound)
+		cpu := startCPUMeter()
 		elapsed := ClosedLoop(ctx, cfg.Concurrency, cfg.Bound, total,
 			func(ctx context.Context, worker int, _ int64) (int64, error) {
 				i := pickers[worker]()
@@ -101,6 +104,7 @@ func (k *KVRunner) Run(ctx context.Context, cfg KVConfig, rep *Report) {
 				rec.Done(time.Since(t0), n, err)
 				return n, err
 			})
+		mixCPU := cpu.percent(elapsed)
 		for _, part := range []struct {
 			op  string
 			rec *Recorder
@@ -110,6 +114,7 @@ func (k *KVRunner) Run(ctx context.Context, cfg KVConfig, rep *Report) {
 			}
 			c := part.rec.Cell(elapsed)
 			c.Op, c.Mode, c.Size, c.Concurrency = part.op, mode, cfg.ValueSize, cfg.Concurrency
+			c.ClientCPU = mixCPU // of the whole mix: reads and updates share the workers
 			rep.Cells = append(rep.Cells, c)
 		}
 	}

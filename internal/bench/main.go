@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -74,6 +75,17 @@ func runMode(ctx context.Context, mode string, args []string, stdout, stderr io.
 	opts, err := parseFlags(mode, args, stderr)
 	if err != nil {
 		return err
+	}
+	if opts.cpuProfile != "" {
+		f, err := os.Create(opts.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	rep := &Report{Schema: SchemaVersion, Kind: mode, Started: time.Now().UTC(), Params: opts.params}
 	pool := NewPool(opts.seed)

@@ -176,17 +176,21 @@ func (m *MixedRunner) runMultiple(ctx context.Context, cfg MixedConfig, mult flo
 	if m.Progress != nil && len(streams) > 0 {
 		m.Progress.Track(fmt.Sprintf("mixed x%g", mult), nil, time.Time{})
 	}
+	cpu, began := startCPUMeter(), time.Now()
 	results := loop.RunWith(ctx, streams, func(rs []*StreamResult) {
 		if m.Progress != nil && len(rs) > 0 {
 			m.Progress.Track(fmt.Sprintf("mixed x%g %s", mult, rs[0].Stream.Name), rs[0].Recorder, m.Clock.Now().Add(cfg.Duration))
 		}
 	})
+	// Wall time, not m.Clock: CPU seconds are real whatever the clock.
+	clientCPU := cpu.percent(time.Since(began))
 	run := MixedRun{Multiplier: mult, Series: map[string][]SecondStats{}, InFlight: map[string]int64{}}
 	for _, res := range results {
 		cell := res.Recorder.Cell(cfg.Duration)
 		cell.Op, cell.Size, cell.Multiplier = res.Stream.Name, res.Stream.Size, mult
 		cell.Mode = fmt.Sprintf("x%g", mult)
 		cell.Note = fmt.Sprintf("target %.2f req/s", res.Stream.Rate)
+		cell.ClientCPU = clientCPU // of the multiple: the streams share the process
 		run.Cells = append(run.Cells, cell)
 		run.Series[res.Stream.Name] = res.Series
 		run.InFlight[res.Stream.Name] = res.InFlightAtEnd

@@ -85,6 +85,7 @@ func (p *PeakRunner) uploadCell(ctx context.Context, cfg PeakConfig, size int64,
 	prefix := fmt.Sprintf("%s/up/%d/c%d/", cfg.Prefix, size, conc)
 	rec := NewRecorder()
 	p.track(fmt.Sprintf("upload %s c=%d", FormatSize(size), conc), rec, cfg.Bound)
+	cpu := startCPUMeter()
 	elapsed := ClosedLoop(ctx, conc, cfg.Bound, rec, func(ctx context.Context, _ int, seq int64) (int64, error) {
 		key := prefix + strconv.FormatInt(seq, 10)
 		if err := p.Target.Put(ctx, key, p.Pool.Payload(key, size)); err != nil {
@@ -94,6 +95,7 @@ func (p *PeakRunner) uploadCell(ctx context.Context, cfg PeakConfig, size int64,
 	})
 	cell := rec.Cell(elapsed)
 	cell.Op, cell.Size, cell.Concurrency = "upload", size, conc
+	cell.ClientCPU = cpu.percent(elapsed)
 	if cfg.Cleanup {
 		keys := make([]string, rec.Issued())
 		for i := range keys {
@@ -107,6 +109,7 @@ func (p *PeakRunner) uploadCell(ctx context.Context, cfg PeakConfig, size int64,
 func (p *PeakRunner) downloadCell(ctx context.Context, cfg PeakConfig, size int64, conc int, keys []string) Cell {
 	rec := NewRecorder()
 	p.track(fmt.Sprintf("download %s c=%d", FormatSize(size), conc), rec, cfg.Bound)
+	cpu := startCPUMeter()
 	elapsed := ClosedLoop(ctx, conc, cfg.Bound, rec, func(ctx context.Context, _ int, seq int64) (int64, error) {
 		key := keys[seq%int64(len(keys))]
 		var expect *Payload
@@ -117,6 +120,7 @@ func (p *PeakRunner) downloadCell(ctx context.Context, cfg PeakConfig, size int6
 	})
 	cell := rec.Cell(elapsed)
 	cell.Op, cell.Size, cell.Concurrency = "download", size, conc
+	cell.ClientCPU = cpu.percent(elapsed)
 	if cfg.Verify {
 		cell.Note = "verified"
 	}

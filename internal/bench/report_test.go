@@ -3,8 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/xml"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -160,22 +158,8 @@ func checkSVG(t *testing.T, rep *Report, want ...string) {
 		if err := write(&buf); err != nil {
 			t.Fatal(err)
 		}
-		dec := xml.NewDecoder(&buf)
-		root := ""
-		for {
-			tok, err := dec.Token()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("chart %s: not well-formed XML: %v", name, err)
-			}
-			if se, ok := tok.(xml.StartElement); ok && root == "" {
-				root = se.Name.Local
-			}
-		}
-		if root != "svg" {
-			t.Errorf("chart %s: root element %q", name, root)
+		if err := wellFormedSVG(&buf); err != nil {
+			t.Errorf("chart %s: %v", name, err)
 		}
 	}
 }
@@ -183,6 +167,24 @@ func checkSVG(t *testing.T, rep *Report, want ...string) {
 func TestPeakCharts(t *testing.T) {
 	rep := runTestPeak(t, newMemTarget())
 	checkSVG(t, rep, "throughput-upload", "throughput-download", "latency-upload", "percentiles-download")
+}
+
+// TestChartsOfFailedRun: a run where every operation failed has only zero
+// values; its charts (log axes included) are still written, and the writer
+// terminates.
+func TestChartsOfFailedRun(t *testing.T) {
+	target := newMemTarget()
+	target.failEvery = 1
+	rep := newReport("peak")
+	cfg := PeakConfig{Concurrency: []int{1, 2}, Sizes: []int64{1 << 10}, Upload: true,
+		Bound: Bound{Count: 3}, Prefix: "t"}
+	(&PeakRunner{Target: target, Pool: testPool()}).Run(context.Background(), cfg, rep)
+	for _, c := range rep.Cells {
+		if c.Ops != 0 || c.Errors != 3 {
+			t.Fatalf("%s: %d ok, %d errors; want every operation failed", c.Key(), c.Ops, c.Errors)
+		}
+	}
+	checkSVG(t, rep, "throughput-upload", "latency-upload")
 }
 
 func TestKV(t *testing.T) {

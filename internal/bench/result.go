@@ -55,6 +55,12 @@ type Cell struct {
 	MBPerSec     float64          `json:"mb_per_sec"` // 10^6 bytes per second
 	Latency      Latency          `json:"latency_ms"`
 	Note         string           `json:"note,omitempty"`
+	// ClientCPU is the CPU time (user + system) the load generator itself
+	// used during the cell, in percent of one core. Compared with the
+	// machine's cores it says whether the client, not the server, may have
+	// been the bottleneck: on a 2-core machine shared with the server,
+	// 100% means the generator took half of it.
+	ClientCPU float64 `json:"client_cpu_percent,omitempty"`
 }
 
 // Latency holds percentiles of successful operations, in milliseconds.
@@ -126,7 +132,7 @@ var csvHeader = []string{
 	"kind", "op", "mode", "size", "concurrency", "multiplier",
 	"issued", "ops", "errors", "canceled", "bytes", "seconds", "ops_per_sec", "mb_per_sec",
 	"p50_ms", "p90_ms", "p99_ms", "p99_5_ms", "p99_9_ms", "max_ms", "mean_ms",
-	"errors_by_type", "note",
+	"errors_by_type", "note", "client_cpu_percent",
 }
 
 // WriteCSV writes one row per cell. errors_by_type is "type=n;type=n",
@@ -143,7 +149,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 			r.Kind, c.Op, c.Mode, i(c.Size), strconv.Itoa(c.Concurrency), f(c.Multiplier),
 			i(c.Issued), i(c.Ops), i(c.Errors), i(c.Canceled), i(c.Bytes), f(c.Seconds), f(c.OpsPerSec), f(c.MBPerSec),
 			f(c.Latency.P50), f(c.Latency.P90), f(c.Latency.P99), f(c.Latency.P995), f(c.Latency.P999), f(c.Latency.Max), f(c.Latency.Mean),
-			formatErrorTypes(c.ErrorsByType), c.Note,
+			formatErrorTypes(c.ErrorsByType), c.Note, f(c.ClientCPU),
 		}
 		if err := cw.Write(row); err != nil {
 			return err
@@ -176,6 +182,7 @@ func ReadCSV(rd io.Reader) ([]Cell, error) {
 			P995: p.float(17), P999: p.float(18), Max: p.float(19), Mean: p.float(20)}
 		c.ErrorsByType = p.errorTypes(21)
 		c.Note = row[22]
+		c.ClientCPU = p.float(23)
 		if p.err != nil {
 			return nil, fmt.Errorf("parse csv row %d: %w", n+2, p.err)
 		}

@@ -23,10 +23,13 @@ type fakeS3 struct {
 	parts   map[string]map[int][]byte
 	nextID  int
 	chunked int // bodies that arrived aws-chunked
+	// payloadHashes counts X-Amz-Content-Sha256 of object PUTs: the
+	// literal for UNSIGNED-PAYLOAD and STREAMING-*, "sha256" for a hash.
+	payloadHashes map[string]int
 }
 
 func newFakeS3(t *testing.T) (*fakeS3, string) {
-	f := &fakeS3{objects: map[string][]byte{}, parts: map[string]map[int][]byte{}}
+	f := &fakeS3{objects: map[string][]byte{}, parts: map[string]map[int][]byte{}, payloadHashes: map[string]int{}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, srv.URL
@@ -61,6 +64,13 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if key != "" && r.Method == http.MethodPut {
+		h := r.Header.Get("X-Amz-Content-Sha256")
+		if len(h) == 64 && strings.Trim(h, "0123456789abcdef") == "" {
+			h = "sha256"
+		}
+		f.payloadHashes[h]++
+	}
 	switch {
 	case key == "" && r.Method == http.MethodPut:
 		f.body(r)
@@ -157,6 +167,32 @@ func TestS3TargetAgainstFake(t *testing.T) {
 	}
 	if len(fake.objects) != 0 {
 		t.Errorf("objects left: %d", len(fake.objects))
+	}
+}
+
+// TestPayloadSigning: uploads are signed UNSIGNED-PAYLOAD unless
+// SignPayload asks for the body's SHA-256 (what the SDK does over HTTP).
+func TestPayloadSigning(t *testing.T) {
+	for _, sign := range []bool{false, true} {
+		fake, url := newFakeS3(t)
+		target, err := NewS3Target(context.Background(), S3Options{Endpoint: url, Bucket: "b", AccessKey: "ak",
+			SecretKey: "sk", PathStyle: true, SignPayload: sign, MultipartThreshold: 6 << 20, PartSize: 5 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, size := range []int64{1000, 12 << 20} { // single PUT and multipart parts
+			key := fmt.Sprintf("obj-%d", size)
+			if err := target.Put(context.Background(), key, testPool().Payload(key, size)); err != nil {
+				t.Fatalf("sign=%v put %d: %v", sign, size, err)
+			}
+		}
+		want := "UNSIGNED-PAYLOAD"
+		if sign {
+			want = "sha256"
+		}
+		if fake.payloadHashes[want] == 0 || len(fake.payloadHashes) != 1 {
+			t.Errorf("sign=%v: payload hashes %v, want only %s", sign, fake.payloadHashes, want)
+		}
 	}
 }
 

@@ -58,8 +58,17 @@ func (c lineChart) write(w io.Writer) error {
 	if c.logX {
 		fx = func(x float64) float64 { return math.Log2(math.Max(x, 1e-9)) }
 	}
-	if len(xs) == 0 || math.IsInf(ymax, -1) {
-		xs, ymin, ymax = []float64{0, 1}, 0, 1
+	if len(xs) == 0 {
+		xs = []float64{0, 1}
+	}
+	if math.IsInf(ymax, -1) {
+		// Nothing to plot (every run failed, or no positive value on a log
+		// axis): draw an empty frame. A log axis needs a positive range, or
+		// its tick loop would start at log10(0) = -Inf and never end.
+		ymin, ymax = 0, 1
+		if c.logY {
+			ymin, ymax = 1, 10
+		}
 	}
 	x0, x1 := fx(xs[0]), fx(xs[len(xs)-1])
 	if x1 == x0 {

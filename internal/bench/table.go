@@ -26,7 +26,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if hasConc {
 		head = append(head, "conc")
 	}
-	head = append(head, "ops", "errors", "ops/s", "MB/s", "p50 ms", "p90 ms", "p99 ms", "p99.5 ms", "p99.9 ms", "max ms")
+	head = append(head, "ops", "errors", "ops/s", "MB/s", "p50 ms", "p90 ms", "p99 ms", "p99.5 ms", "p99.9 ms", "max ms", "client cpu")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, c := range r.Cells {
 		row := []string{c.Op}
@@ -40,7 +40,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		l := c.Latency
 		row = append(row, strconv.FormatInt(c.Ops, 10), errorsText(c),
 			fmt.Sprintf("%.1f", c.OpsPerSec), fmt.Sprintf("%.2f", c.MBPerSec),
-			ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P995), ms(l.P999), ms(l.Max))
+			ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P995), ms(l.P999), ms(l.Max), cpuText(c.ClientCPU))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
@@ -64,6 +64,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w, "note:", n)
 	}
 	return nil
+}
+
+// cpuText renders the client's CPU share ("-" where it was not measured).
+func cpuText(percent float64) string {
+	if percent == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", percent)
 }
 
 func ms(v float64) string {

@@ -2,21 +2,33 @@ package checksum
 
 import (
 	"bytes"
+	"crypto/md5"
 	"encoding/hex"
 	"errors"
 	"hash"
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	md5simd "github.com/minio/md5-simd"
 )
 
-// md5Server hashes the MD5 of all concurrent uploads together: with AVX2 or
+// md5Server hashes the MD5 of concurrent uploads together: with AVX2 or
 // AVX-512 it runs up to 16 streams in SIMD lanes, about 3x the throughput of
-// one-stream MD5 on a busy server (see docs/PERFORMANCE.md). On CPUs without
-// AVX2 it falls back to crypto/md5.
+// one-stream MD5 when many uploads are in flight (see docs/PERFORMANCE.md).
+// A lone stream is slower through it than through crypto/md5 (it takes the
+// scalar path plus a channel hop per block), so Readers use the lanes only
+// while at least simdFrom of them are hashing. On CPUs without AVX2 it falls
+// back to crypto/md5.
 var md5Server = sync.OnceValue(md5simd.NewServer)
+
+// simdFrom is the number of concurrent MD5 streams from which SIMD lanes
+// pay off on the machines b3 is measured on.
+const simdFrom = 4
+
+// hashing counts Readers between NewReader and Close.
+var hashing atomic.Int64
 
 // TrailerSource is implemented by body readers that carry trailing headers
 // (the aws-chunked decoder of package s3auth). Trailer is valid once Read
@@ -39,7 +51,8 @@ type Reader struct {
 	hashes [maxHashes]hash.Hash
 	algs   [maxHashes]Algorithm
 	count  int
-	md5    md5simd.Hasher // hashes[0]; holds a lane of md5Server until Close
+	md5    md5simd.Hasher // hashes[0] when on a SIMD lane; held until Close
+	open   bool           // counted in hashing
 
 	size int64
 	sums [maxHashes][]byte // filled at EOF
@@ -50,8 +63,13 @@ type Reader struct {
 // algorithm, and every algorithm in also (duplicates are ignored).
 func NewReader(src io.Reader, expected Expected, also ...Algorithm) *Reader {
 	r := &Reader{src: src, expected: expected}
-	r.md5 = md5Server().NewHash()
-	r.hashes[0] = r.md5
+	r.open = true
+	if hashing.Add(1) >= simdFrom {
+		r.md5 = md5Server().NewHash()
+		r.hashes[0] = r.md5
+	} else {
+		r.hashes[0] = md5.New()
+	}
 	r.count = 1
 	r.add(expected.Checksum.Algorithm)
 	for _, alg := range also {
@@ -138,9 +156,13 @@ func (r *Reader) finish() error {
 	return io.EOF
 }
 
-// Close releases the MD5 lane. It is idempotent and leaves computed
+// Close releases the MD5 lane, if any. It is idempotent and leaves computed
 // digests readable.
 func (r *Reader) Close() {
+	if r.open {
+		r.open = false
+		hashing.Add(-1)
+	}
 	if r.md5 != nil {
 		r.md5.Close()
 		r.md5 = nil

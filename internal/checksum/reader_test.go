@@ -161,3 +161,29 @@ func codeOf(err error) string {
 	}
 	return ""
 }
+
+// TestMD5PathsAgree opens more Readers than simdFrom at once, so the later
+// ones hash on SIMD lanes and the first ones with crypto/md5: every ETag
+// must be the MD5 of its own body.
+func TestMD5PathsAgree(t *testing.T) {
+	const n = simdFrom + 3
+	bodies := make([][]byte, n)
+	readers := make([]*Reader, n)
+	for i := range readers {
+		bodies[i] = bytes.Repeat([]byte{byte(i + 1)}, 100_000+i*4099)
+		readers[i] = NewReader(bytes.NewReader(bodies[i]), Expected{})
+	}
+	for i, r := range readers {
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			t.Fatal(err)
+		}
+		want := md5.Sum(bodies[i])
+		if !bytes.Equal(r.MD5(), want[:]) {
+			t.Fatalf("reader %d: MD5 %x, want %x", i, r.MD5(), want)
+		}
+		r.Close()
+	}
+	if got := hashing.Load(); got != 0 {
+		t.Fatalf("%d readers still counted after Close", got)
+	}
+}

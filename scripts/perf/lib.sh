@@ -1,0 +1,116 @@
+# Shared by the scripts in scripts/perf: build b3, start and stop servers,
+# drop the page cache. Sourced, not run. Every wait is bounded.
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# Credentials every server under test gets (MinIO wants >= 8 characters).
+access_key=${ACCESS_KEY:-b3perfaccess}
+secret_key=${SECRET_KEY:-b3perfsecret0123456789}
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# build_b3 DIR: builds ./cmd/b3 into DIR/b3 unless B3_BIN names a binary.
+build_b3() {
+	if [ -n "${B3_BIN:-}" ]; then
+		[ -x "$B3_BIN" ] || die "B3_BIN=$B3_BIN is not executable"
+		return
+	fi
+	log "building b3"
+	(cd "$repo" && timeout 600 go build -o "$1/b3" ./cmd/b3) || die "go build failed"
+	B3_BIN=$1/b3
+}
+
+# free_port prints a TCP port nothing listens on (the kernel picks it).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# wait_http URL SECONDS: until URL answers any HTTP status, or fail.
+wait_http() {
+	local deadline=$((SECONDS + $2))
+	while [ $SECONDS -lt $deadline ]; do
+		if curl -s -o /dev/null -m 2 "$1"; then return 0; fi
+		if ! kill -0 "$server_pid" 2>/dev/null; then return 1; fi
+		sleep 0.2
+	done
+	return 1
+}
+
+# drop_caches writes dirty pages back and empties the page cache, so the
+# next phase reads from the disk (needs root; otherwise says so).
+drop_caches() {
+	sync
+	if echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+		log "page cache dropped"
+	else
+		log "note: cannot drop the page cache (not root); later reads may come from memory"
+	fi
+}
+
+# start_server NAME DATADIR LOGFILE: starts b3 or minio on a free port with
+# a fresh DATADIR; sets server_pid and endpoint.
+start_server() {
+	local name=$1 data=$2 logfile=$3 port
+	rm -rf "$data" && mkdir -p "$data"
+	port=$(free_port)
+	endpoint=http://127.0.0.1:$port
+	case $name in
+	b3)
+		# The admin listener (metrics, pprof) defaults to port 9001, which
+		# another b3 on the machine may hold: give it a free port too.
+		local admin=()
+		if "$B3_BIN" server -h 2>&1 | grep -q -- -admin-address; then
+			admin_address=127.0.0.1:$(free_port)
+			admin=(--admin-address "$admin_address")
+		fi
+		"$B3_BIN" server --address "127.0.0.1:$port" --data "$data" "${admin[@]}" \
+			--access-key "$access_key" --secret-key "$secret_key" --log-level warn >"$logfile" 2>&1 &
+		;;
+	minio)
+		[ -x "$MINIO_BIN" ] || die "no MinIO at $MINIO_BIN: cd /tmp && GOBIN=/tmp/minio-bin go install github.com/minio/minio@latest"
+		MINIO_ROOT_USER=$access_key MINIO_ROOT_PASSWORD=$secret_key MINIO_BROWSER=off \
+			MINIO_UPDATE=off MINIO_CALLHOME_ENABLE=off \
+			"$MINIO_BIN" server --quiet --address "127.0.0.1:$port" \
+			--console-address "127.0.0.1:$(free_port)" "$data" >"$logfile" 2>&1 &
+		;;
+	*) die "unknown server $name" ;;
+	esac
+	server_pid=$!
+	if ! wait_http "$endpoint" 60; then
+		tail -20 "$logfile" >&2
+		stop_server
+		die "$name did not come up on $endpoint"
+	fi
+	log "$name up on $endpoint (pid $server_pid, data $data)"
+}
+
+# stop_server: SIGTERM, then SIGKILL after 45 s (b3 drains for up to 30 s).
+stop_server() {
+	[ -n "${server_pid:-}" ] || return 0
+	kill -TERM "$server_pid" 2>/dev/null || true
+	local deadline=$((SECONDS + 45))
+	while kill -0 "$server_pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+	if kill -0 "$server_pid" 2>/dev/null; then
+		log "server $server_pid ignored SIGTERM for 45 s: killing it"
+		kill -KILL "$server_pid" 2>/dev/null || true
+	fi
+	wait "$server_pid" 2>/dev/null || true
+	server_pid=
+}
+
+# bench LIMIT ARGS...: runs `b3 bench ARGS`, stopped by SIGINT after LIMIT
+# seconds (the partial report is still written), SIGKILL 60 s later.
+bench() {
+	local limit=$1
+	shift
+	timeout --signal=INT --kill-after=60 "$limit" "$B3_BIN" bench "$@"
+	local rc=$?
+	case $rc in
+	0) ;;
+	124 | 130) log "note: b3 bench $1 hit its ${limit}s limit; partial results kept" ;;
+	*) log "warning: b3 bench $1 exited $rc" ;;
+	esac
+	return 0
+}
+
+# latest DIR KIND: the newest KIND-*.json report in DIR.
+latest() { ls -t "$1/$2"-*.json 2>/dev/null | grep -v -- '-series' | head -1; }

@@ -80,6 +80,7 @@ type Store struct {
 	seed       maphash.Seed
 	keyLocks   [256]sync.Mutex  // striped by owner key
 	bucketLock [64]sync.RWMutex // striped by bucket: writers share, DeleteBucket excludes
+	buckets    sync.Map         // name -> *meta.Bucket; see getBucketLocked
 
 	deadMu sync.Mutex
 	dead   map[uint64]int64 // segment -> dead bytes; mirrors the persisted counters

@@ -24,8 +24,11 @@ import (
 var md5Server = sync.OnceValue(md5simd.NewServer)
 
 // simdFrom is the number of concurrent MD5 streams from which SIMD lanes
-// pay off on the machines b3 is measured on.
-const simdFrom = 4
+// pay off. Measured on b3's 2-core AVX-512 machine (docs/PERFORMANCE.md):
+// md5-simd hashes 684 MB/s for 1 stream, 901 MB/s for 4 and 2434 MB/s for
+// 8, against 775 MB/s per stream (and core) for crypto/md5; below 8 streams
+// it also runs partly on its scalar path.
+const simdFrom = 8
 
 // hashing counts Readers between NewReader and Close.
 var hashing atomic.Int64

@@ -34,6 +34,13 @@ type Reader struct {
 	winOff  int64
 	winLen  int
 
+	// Read-ahead: the kernel is asked to fetch the extent run ahead of the
+	// reader (prefetchAhead bytes) whenever the reader gets within half of
+	// that of where the last request ended, so that the disk works while
+	// the previous record travels to the client.
+	prefetchSeg uint64
+	prefetchEnd int64
+
 	err    error
 	closed bool
 }
@@ -251,11 +258,33 @@ func (r *Reader) window(ext Extent, off int64, need, want int) ([]byte, error) {
 	}
 	n := min(len(r.buf), max(want, need))
 	r.winLen = 0
+	r.prefetch(ext, off+int64(n))
 	if err := r.s.readAt(r.ctx, r.files[ext.Segment], ext.Segment, r.buf[:n], off); err != nil {
 		return nil, err
 	}
 	r.winSeg, r.winOff, r.winLen = ext.Segment, off, n
 	return r.buf[:need], nil
+}
+
+// prefetchAhead is how far ahead of a reader the kernel is asked to read.
+const prefetchAhead = 8 << 20
+
+// prefetch hints the kernel to read ext's records from off on, up to
+// prefetchAhead bytes, unless an earlier hint already covers most of it.
+func (r *Reader) prefetch(ext Extent, off int64) {
+	p, ok := r.files[ext.Segment].(vfs.Prefetcher)
+	if !ok {
+		return
+	}
+	end := min(ext.Offset+ext.Length, off+prefetchAhead)
+	if r.prefetchSeg == ext.Segment && r.prefetchEnd-off >= prefetchAhead/2 || end <= off {
+		return
+	}
+	if r.prefetchSeg == ext.Segment && r.prefetchEnd > off {
+		off = r.prefetchEnd
+	}
+	_ = p.Prefetch(off, end-off) // a hint: a failure only costs speed
+	r.prefetchSeg, r.prefetchEnd = ext.Segment, end
 }
 
 // header reads and checks the header (and key) of the record at off.

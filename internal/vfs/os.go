@@ -22,6 +22,12 @@ func (o osFile) Close() error                             { return o.f.Close() }
 func (o osFile) Truncate(size int64) error                { return o.f.Truncate(size) }
 func (o osFile) OSFile() *os.File                         { return o.f }
 
+// Prefetch asks the kernel to start reading [off, off+n) into the page
+// cache, so that a sequential reader's next reads find it there.
+func (o osFile) Prefetch(off, n int64) error {
+	return unix.Fadvise(int(o.f.Fd()), off, n, unix.FADV_WILLNEED)
+}
+
 // Sync uses fdatasync: the data and the size (needed to read the data back)
 // become durable without forcing unrelated metadata such as mtime.
 func (o osFile) Sync() error {

@@ -68,3 +68,10 @@ const DirectAlignment = 4096
 
 // IsNotExist reports whether err says a file does not exist.
 func IsNotExist(err error) bool { return os.IsNotExist(err) || isPebbleNotExist(err) }
+
+// Prefetcher is implemented by files that can start reading a range into
+// the page cache ahead of use (posix_fadvise WILLNEED). It is a hint: it
+// changes no data and its failure is harmless.
+type Prefetcher interface {
+	Prefetch(off, n int64) error
+}

@@ -81,8 +81,8 @@ func (s *Server) uploadPart(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if rq.contentLength > maxPutSize {
-		return errEntityTooLarge
+	if err := checkUploadLength(rq); err != nil {
+		return err
 	}
 	uploadID := rq.query.Get("uploadId")
 	up, err := s.store.GetUpload(rq.bucket, rq.key, uploadID)

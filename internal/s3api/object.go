@@ -18,13 +18,27 @@ var (
 	opDeleteObject = operation{name: "DeleteObject", perm: permWrite, handle: (*Server).deleteObject}
 )
 
+// checkUploadLength refuses an upload whose length is unknown (no
+// Content-Length, and for aws-chunked bodies no x-amz-decoded-content-length)
+// or above the maximum object size, as S3 does: 411 MissingContentLength,
+// 400 EntityTooLarge.
+func checkUploadLength(rq *request) error {
+	switch {
+	case rq.contentLength < 0:
+		return errMissingContentLength
+	case rq.contentLength > maxPutSize:
+		return errEntityTooLarge
+	}
+	return nil
+}
+
 // putObject stores the body in one pass: the s3auth body (signature,
 // aws-chunked framing) feeds the checksum reader (MD5 for the ETag, the
 // requested checksum, verification at EOF), which objstore streams into
 // segment records. Nothing is committed unless the body ended verified.
 func (s *Server) putObject(rq *request) error {
-	if rq.contentLength > maxPutSize {
-		return errEntityTooLarge
+	if err := checkUploadLength(rq); err != nil {
+		return err
 	}
 	obj, err := s.objectFromHeaders(rq)
 	if err != nil {

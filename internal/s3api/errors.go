@@ -93,6 +93,8 @@ var (
 	errInvalidCopyDest        = apiErr("InvalidRequest", 400, "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	errInvalidCopySource      = apiErr("InvalidArgument", 400, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
 	errInvalidPartNumber      = apiErr("InvalidArgument", 400, "Part number must be an integer between 1 and 10000, inclusive")
+	errInvalidVersionID       = apiErr("InvalidArgument", 400, "Invalid version id specified")
+	errRangeWithPartNumber    = apiErr("InvalidRequest", 400, "Cannot specify both Range header and partNumber query parameter")
 	errInvalidMaxKeys         = apiErr("InvalidArgument", 400, "Provided max-keys not an integer or within integer range")
 	errInvalidEncodingType    = apiErr("InvalidArgument", 400, "Invalid Encoding Method specified in Request")
 	errInvalidContinuation    = apiErr("InvalidArgument", 400, "The continuation token provided is incorrect")

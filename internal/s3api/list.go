@@ -91,10 +91,11 @@ func parseListParams(rq *request) (listParams, error) {
 }
 
 // s3URLEncode encodes a key for encoding-type=url as S3 does: every byte
-// but the unreserved ones and '/' percent-encoded (spaces as '+', which
-// url.QueryEscape does and clients decode with unquote_plus).
+// but the unreserved ones and '/' percent-encoded, a space as %20 (not
+// url.QueryEscape's '+': a client that asked for the encoding itself gets
+// the raw value, and S3 sends "quux%20ab/").
 func s3URLEncode(s string) string {
-	return strings.ReplaceAll(url.QueryEscape(s), "%2F", "/")
+	return strings.NewReplacer("+", "%20", "%2F", "/").Replace(url.QueryEscape(s))
 }
 
 func (s *Server) listPage(rq *request, p listParams, startAfter string) (*meta.ListResult, error) {
@@ -142,6 +143,10 @@ func (s *Server) listObjectsV1(rq *request) error {
 	return writeXML(rq, out)
 }
 
+// tokenVersion opens every continuation token, so that a token b3 did not
+// issue is refused rather than read as a key.
+const tokenVersion = 0x01
+
 // listObjectsV2 answers ListObjectsV2. The continuation token is the
 // base64 of the last key or common prefix returned: opaque to clients,
 // and enough to resume exactly.
@@ -155,10 +160,10 @@ func (s *Server) listObjectsV2(rq *request) error {
 	from := startAfter
 	if hasToken {
 		raw, err := base64.RawURLEncoding.DecodeString(token[0])
-		if err != nil || token[0] == "" {
+		if err != nil || len(raw) == 0 || raw[0] != tokenVersion {
 			return errInvalidContinuation
 		}
-		from = string(raw)
+		from = string(raw[1:])
 	}
 	res, err := s.listPage(rq, p, from)
 	if err != nil {
@@ -172,7 +177,7 @@ func (s *Server) listObjectsV2(rq *request) error {
 	}
 	out.Contents, out.CommonPrefixes = s.renderObjects(res, p, rq.query.Get("fetch-owner") == "true")
 	if res.IsTruncated {
-		out.NextContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(res.NextMarker))
+		out.NextContinuationToken = base64.RawURLEncoding.EncodeToString(append([]byte{tokenVersion}, res.NextMarker...))
 	}
 	return writeXML(rq, out)
 }

@@ -89,7 +89,7 @@ func TestListObjects(t *testing.T) {
 	// encoding-type=url, checked on the raw document (the SDK decodes).
 	req := e.signedRequest(rootUser, "GET", "/list?list-type=2&encoding-type=url&prefix=d", nil, "", nil)
 	resp, body := e.do(req)
-	if resp.StatusCode != 200 || !strings.Contains(body, "<Key>d+e%2Bf</Key>") || !strings.Contains(body, "<EncodingType>url</EncodingType>") {
+	if resp.StatusCode != 200 || !strings.Contains(body, "<Key>d%20e%2Bf</Key>") || !strings.Contains(body, "<EncodingType>url</EncodingType>") {
 		t.Fatalf("encoding-type=url: %s", body)
 	}
 	// fetch-owner.
@@ -111,7 +111,7 @@ func TestListObjects(t *testing.T) {
 }
 
 func TestS3URLEncode(t *testing.T) {
-	for in, want := range map[string]string{"a/b c": "a/b+c", "x+y": "x%2By", "é": "%C3%A9", "a&b=c": "a%26b%3Dc"} {
+	for in, want := range map[string]string{"a/b c": "a/b%20c", "x+y": "x%2By", "é": "%C3%A9", "a&b=c": "a%26b%3Dc"} {
 		if got := s3URLEncode(in); got != want {
 			t.Errorf("s3URLEncode(%q) = %q, want %q", in, got, want)
 		}

@@ -113,6 +113,9 @@ func objectRange(rq *request, chosen *byteRange, partial *bool) objstore.RangeFu
 			return 0, 0, err
 		}
 		if pn := rq.query.Get("partNumber"); pn != "" {
+			if rq.Header.Get("Range") != "" {
+				return 0, 0, errRangeWithPartNumber
+			}
 			r, err := partRange(obj, pn)
 			if err != nil {
 				return 0, 0, err
@@ -141,7 +144,7 @@ func partRange(obj *meta.Object, value string) (byteRange, error) {
 	}
 	if len(obj.Parts) == 0 {
 		if n != 1 {
-			return byteRange{}, invalidRange(obj.Size)
+			return byteRange{}, errPartNumberPastEnd
 		}
 		return byteRange{off: 0, n: obj.Size, size: obj.Size}, nil
 	}
@@ -152,8 +155,11 @@ func partRange(obj *meta.Object, value string) (byteRange, error) {
 		}
 		off += p.Size
 	}
-	return byteRange{}, invalidRange(obj.Size)
+	return byteRange{}, errPartNumberPastEnd
 }
+
+// errPartNumberPastEnd is S3's answer to ?partNumber= beyond the last part.
+var errPartNumberPastEnd = apiErr("InvalidPartNumber", 416, "The requested partnumber is not satisfiable")
 
 // getObject streams the object (or the requested range) from the store
 // to the client; it never holds more than the store's read buffer.

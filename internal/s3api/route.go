@@ -80,6 +80,12 @@ func (s *Server) route(rq *request) error {
 	case rq.key == "":
 		rq.op = routeBucket(rq)
 	default:
+		// Buckets are never versioned: the only version an object has is
+		// "null". Any other versionId must fail, not act on the current
+		// object (a DELETE would otherwise remove it).
+		if v, ok := rq.query["versionId"]; ok && (len(v) != 1 || v[0] != "null") {
+			return errInvalidVersionID
+		}
 		rq.op = routeObject(rq)
 	}
 	if rq.op == nil {
@@ -137,6 +143,8 @@ func routeBucket(rq *request) *operation {
 			return &opListUploads
 		case q.Get("list-type") == "2":
 			return &opListObjectsV2
+		case q.Has("list-type"):
+			return &opBadListType
 		}
 		return &opListObjectsV1
 	case http.MethodHead:
@@ -230,6 +238,11 @@ func routeObject(rq *request) *operation {
 	}
 	return nil
 }
+
+var opBadListType = operation{name: "ListObjects", perm: permRead,
+	handle: func(*Server, *request) error {
+		return errInvalidArgument.withMessage("Invalid list type specified: only list-type=2 exists")
+	}}
 
 var opNotImplemented = operation{name: "NotImplemented", perm: permOwner,
 	handle: func(*Server, *request) error { return errNotImplemented }}

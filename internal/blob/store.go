@@ -277,7 +277,7 @@ func (s *Store) CopyRecords(ctx context.Context, recs []Record) ([]Extent, error
 			pins[rec.Extent.Segment] = f
 		}
 		want := headerSize + int64(len(rec.Owner.Key)) + rec.Extent.Size
-		if rec.Extent.Length != want || rec.Extent.Size > MaxChunkSize {
+		if rec.Extent.Length != want || rec.Extent.Size < 0 || rec.Extent.Size > MaxChunkSize {
 			return out, fmt.Errorf("blob: copy record %d: extent %+v is not one record of key length %d", i, rec.Extent, len(rec.Owner.Key))
 		}
 		if err := s.ensureFlushed(rec.Extent.Segment, rec.Extent.Offset+rec.Extent.Length); err != nil {
@@ -493,6 +493,9 @@ func (s *Store) Close() error {
 		end := w.end.Load()
 		err := s.sealLocked(w)
 		s.mu.Unlock()
+		if err == nil {
+			err = s.failed() // after a failed fsync, checkpoint nothing new
+		}
 		if err == nil {
 			s.commit.advance(position{w.id, end})
 			err = s.writeCheckpoint(position{w.id, end})

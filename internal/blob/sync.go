@@ -171,6 +171,14 @@ func (s *Store) syncLoop() {
 			if err == nil {
 				err = s.syncFile(w)
 			}
+			if err == nil {
+				// Another path (a rollover's seal) may have failed an fsync
+				// covering target meanwhile: after any fsync failure nothing
+				// more is acknowledged (a later fsync of the same file can
+				// succeed without the lost pages: the kernel reports a
+				// writeback error once).
+				err = s.failed()
+			}
 			if err != nil {
 				s.setFailed(err)
 				g.fail(err)
@@ -184,6 +192,9 @@ func (s *Store) syncLoop() {
 
 // syncThrough is SyncAlways: the caller's own cut, flush and fsync.
 func (s *Store) syncThrough(p position) error {
+	if err := s.failed(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	w := s.active
 	if w.id != p.segment || w.sealed {
@@ -195,6 +206,9 @@ func (s *Store) syncThrough(p position) error {
 	err := w.waitFlushed(p.offset)
 	if err == nil {
 		err = s.syncFile(w)
+	}
+	if err == nil {
+		err = s.failed() // see syncLoop: no acknowledgement after a failed fsync
 	}
 	if err != nil {
 		s.setFailed(err)
@@ -230,6 +244,11 @@ func (s *Store) sealLocked(w *segWriter) error {
 	err := w.stopFlusher()
 	if err == nil {
 		err = s.syncFile(w)
+	}
+	if err != nil {
+		// Before w counts as closed: syncFile treats a closed writer as
+		// synced, so a failed seal must fail the store first.
+		s.setFailed(err)
 	}
 	w.syncMu.Lock()
 	w.closed = true

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,11 +46,8 @@ func Open(opts Options) (*Store, error) {
 
 	// The directory entry itself must survive a crash, or every segment
 	// in it would vanish with it.
-	if err := s.fs.MkdirAll(opts.Dir); err != nil {
+	if err := vfs.MkdirAllDurable(s.fs, opts.Dir); err != nil {
 		return nil, fmt.Errorf("blob: create %s: %w", opts.Dir, err)
-	}
-	if err := s.fs.SyncDir(path.Dir(path.Clean(opts.Dir))); err != nil {
-		return nil, fmt.Errorf("blob: sync parent of %s: %w", opts.Dir, err)
 	}
 	ids, err := s.listSegments()
 	if err != nil {

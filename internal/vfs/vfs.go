@@ -16,8 +16,10 @@
 package vfs
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"path"
 )
 
 // File is an open file. Offsets are absolute; there is no file position.
@@ -74,4 +76,34 @@ func IsNotExist(err error) bool { return os.IsNotExist(err) || isPebbleNotExist(
 // changes no data and its failure is harmless.
 type Prefetcher interface {
 	Prefetch(off, n int64) error
+}
+
+// MkdirAllDurable creates dir and any missing parents, then syncs the
+// parent of every directory it created (and dir's parent in any case), so
+// that the whole path survives a crash: a directory entry is durable only
+// once its parent is synced.
+func MkdirAllDurable(fs FS, dir string) error {
+	dir = path.Clean(dir)
+	var created []string
+	for d := dir; ; d = path.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+		if path.Dir(d) == d {
+			break
+		}
+	}
+	if err := fs.MkdirAll(dir); err != nil {
+		return err
+	}
+	if len(created) == 0 {
+		created = []string{dir}
+	}
+	for _, d := range created {
+		if err := fs.SyncDir(path.Dir(d)); err != nil {
+			return fmt.Errorf("sync parent of %s: %w", d, err)
+		}
+	}
+	return nil
 }

@@ -107,3 +107,16 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestMkdirAllDurable: every directory created survives a crash.
+func TestMkdirAllDurable(t *testing.T) {
+	mem := NewCrashableMem()
+	fs := Pebble(mem)
+	must(t, MkdirAllDurable(fs, "/a/b/c"))
+	after := Pebble(mem.CrashClone(pvfs.CrashCloneCfg{}))
+	for _, d := range []string{"/a", "/a/b", "/a/b/c"} {
+		if _, err := after.Stat(d); err != nil {
+			t.Fatalf("%s after crash: %v", d, err)
+		}
+	}
+}

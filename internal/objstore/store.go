@@ -125,6 +125,12 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open segments in %s: %w", opts.DataDir, err)
 	}
+	// Pebble syncs what it creates inside its directory, not the entries
+	// of a freshly created path leading to it.
+	if err := vfs.MkdirAllDurable(vfs.Pebble(opts.MetaFS), opts.MetaDir); err != nil {
+		s.blob.Close()
+		return nil, fmt.Errorf("create metadata directory %s: %w", opts.MetaDir, err)
+	}
 	s.meta, err = meta.Open(meta.Options{
 		FS:     opts.MetaFS,
 		Dir:    opts.MetaDir,

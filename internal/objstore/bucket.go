@@ -30,30 +30,24 @@ func (s *Store) CreateBucket(b *meta.Bucket) (*meta.Bucket, error) {
 	if err := batch.Commit(); err != nil {
 		return nil, fmt.Errorf("create bucket %s: %w", b.Name, err)
 	}
-	s.buckets.Store(b.Name, b)
+	cached := *b // the caller keeps b; the cache holds its own copy
+	s.buckets.Store(b.Name, &cached)
 	return b, nil
 }
 
 // GetBucket returns the bucket record or ErrNoSuchBucket. Records are
 // cached in memory (every request needs its bucket's); the returned record
 // is shared and must not be modified.
+//
+// GetBucket takes no lock, so it may be called with a key lock held (the
+// lock order is bucket lock, then key lock; never the reverse). The cache
+// stays exact without one: every change of a bucket record stores the new
+// record (or, for a delete, bucketGone) after its commit, while a fill only
+// adds a record where none is cached (LoadOrStore), so a fill that read an
+// older record cannot replace a newer one, nor bring back a deleted bucket.
 func (s *Store) GetBucket(name string) (*meta.Bucket, error) {
-	if b, ok := s.buckets.Load(name); ok {
-		return b.(*meta.Bucket), nil
-	}
-	mu := s.bucketMutex(name)
-	mu.RLock()
-	defer mu.RUnlock()
-	return s.getBucketLocked(name)
-}
-
-// getBucketLocked is GetBucket for a caller holding the bucket's lock,
-// shared or exclusive. Filling the cache under the lock keeps it exact:
-// every change of a bucket record holds the lock exclusively and updates
-// the cache before releasing it, so a fill cannot put back a stale record.
-func (s *Store) getBucketLocked(name string) (*meta.Bucket, error) {
-	if b, ok := s.buckets.Load(name); ok {
-		return b.(*meta.Bucket), nil
+	if v, ok := s.buckets.Load(name); ok {
+		return cachedBucket(v)
 	}
 	b, err := s.meta.GetBucket(name)
 	if errors.Is(err, meta.ErrNotFound) {
@@ -62,8 +56,18 @@ func (s *Store) getBucketLocked(name string) (*meta.Bucket, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.buckets.Store(name, b)
-	return b, nil
+	v, _ := s.buckets.LoadOrStore(name, b)
+	return cachedBucket(v)
+}
+
+// bucketGone is the cache entry of a deleted bucket.
+var bucketGone = &meta.Bucket{}
+
+func cachedBucket(v any) (*meta.Bucket, error) {
+	if b := v.(*meta.Bucket); b != bucketGone {
+		return b, nil
+	}
+	return nil, ErrNoSuchBucket
 }
 
 // UpdateBucket applies fn to the bucket record and saves it atomically with
@@ -72,7 +76,7 @@ func (s *Store) UpdateBucket(name string, fn func(*meta.Bucket) error) error {
 	mu := s.bucketMutex(name)
 	mu.Lock()
 	defer mu.Unlock()
-	cur, err := s.getBucketLocked(name)
+	cur, err := s.GetBucket(name)
 	if err != nil {
 		return err
 	}
@@ -97,7 +101,7 @@ func (s *Store) DeleteBucket(name string) error {
 	mu := s.bucketMutex(name)
 	mu.Lock()
 	defer mu.Unlock()
-	if _, err := s.getBucketLocked(name); err != nil {
+	if _, err := s.GetBucket(name); err != nil {
 		return err
 	}
 	empty, err := s.meta.BucketEmpty(name)
@@ -113,21 +117,23 @@ func (s *Store) DeleteBucket(name string) error {
 	if err := batch.Commit(); err != nil {
 		return err
 	}
-	s.buckets.Delete(name)
+	s.buckets.Store(name, bucketGone)
 	return nil
 }
 
 // ListBuckets returns every bucket, ordered by name.
 func (s *Store) ListBuckets() ([]meta.Bucket, error) { return s.meta.ListBuckets() }
 
-// withBucket runs fn holding the bucket's lock shared, after checking the
-// bucket exists.
-func (s *Store) withBucket(name string, fn func() error) error {
+// withBucket runs fn holding the bucket's lock shared, with the bucket's
+// record: while fn runs, the record (its lifecycle rules, say) cannot
+// change and the bucket cannot be deleted.
+func (s *Store) withBucket(name string, fn func(b *meta.Bucket) error) error {
 	mu := s.bucketMutex(name)
 	mu.RLock()
 	defer mu.RUnlock()
-	if _, err := s.getBucketLocked(name); err != nil {
+	b, err := s.GetBucket(name)
+	if err != nil {
 		return err
 	}
-	return fn()
+	return fn(b)
 }

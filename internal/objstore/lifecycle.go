@@ -205,12 +205,20 @@ func (s *Store) StopLifecycle() {
 		stop()
 		<-done
 	}
+	// Wait for a pass started by SweepLifecycle directly (the admin API's):
+	// Close cancels it through s.closing.
+	s.lc.pass.Lock()
+	//lint:ignore SA2001 an empty critical section waits for a running pass
+	s.lc.pass.Unlock()
 }
 
 // SweepLifecycle runs one pass over every bucket: it recomputes each
 // object's expiry from the current rules (rewriting records whose instant
 // changed), deletes the expired objects and aborts stale uploads.
 func (s *Store) SweepLifecycle(ctx context.Context) (LifecycleResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.closing, cancel)() // Close ends every pass
 	s.lc.pass.Lock()
 	defer s.lc.pass.Unlock()
 	s.lc.running.Store(true)

@@ -26,7 +26,7 @@ func (s *Store) CreateUpload(up *meta.Upload) (*meta.Upload, error) {
 	if up.Initiated.IsZero() {
 		up.Initiated = time.Now().UTC()
 	}
-	err = s.withBucket(up.Bucket, func() error {
+	err = s.withBucket(up.Bucket, func(*meta.Bucket) error {
 		b := s.meta.NewBatch()
 		defer b.Close()
 		b.PutUpload(up)
@@ -116,7 +116,7 @@ type CompleteFunc func(up *meta.Upload, parts []*meta.Part) (*meta.Object, error
 // are not copied. Parts not chosen are counted dead.
 func (s *Store) CompleteUpload(bucket, key, uploadID string, numbers []int, build CompleteFunc, precondition func(*meta.Object) error) (*meta.Object, error) {
 	var obj *meta.Object
-	err := s.withBucket(bucket, func() error {
+	err := s.withBucket(bucket, func(b *meta.Bucket) error {
 		unlock := s.lockKey(bucket, key)
 		defer unlock()
 		up, err := s.GetUpload(bucket, key, uploadID)
@@ -145,9 +145,7 @@ func (s *Store) CompleteUpload(bucket, key, uploadID string, numbers []int, buil
 		if obj.Modified.IsZero() {
 			obj.Modified = time.Now().UTC()
 		}
-		if err := s.setExpiry(obj); err != nil {
-			return err
-		}
+		obj.Expiry = s.expiryOf(s.rulesOf(b), obj)
 		// One batch: the object, the upload's removal, and the dead bytes
 		// of the replaced object and of the parts left out.
 		return s.commitObjectLocked(obj, precondition, func(b *meta.Batch, counts map[uint64]int64) {

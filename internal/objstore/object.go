@@ -35,8 +35,7 @@ type PutInput struct {
 // the store's sync policy. The data path, in order: body -> synced records
 // -> Finish -> (key lock) precondition -> one meta batch -> acknowledge.
 func (s *Store) PutObject(ctx context.Context, in PutInput) (*meta.Object, error) {
-	bucket, err := s.GetBucket(in.Bucket)
-	if err != nil {
+	if _, err := s.GetBucket(in.Bucket); err != nil {
 		return nil, err
 	}
 	version, err := s.meta.NextVersion()
@@ -65,8 +64,10 @@ func (s *Store) PutObject(ctx context.Context, in PutInput) (*meta.Object, error
 			return nil, err
 		}
 	}
-	obj.Expiry = s.expiryOf(s.rulesOf(bucket), obj)
-	err = s.withBucket(in.Bucket, func() error {
+	err = s.withBucket(in.Bucket, func(b *meta.Bucket) error {
+		// The rules of the commit's moment, not of the upload's start: they
+		// cannot change while the bucket lock is held.
+		obj.Expiry = s.expiryOf(s.rulesOf(b), obj)
 		return s.commitObject(obj, in.Precondition, nil)
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -85,6 +86,10 @@ type Store struct {
 	deadMu sync.Mutex
 	dead   map[uint64]int64 // segment -> dead bytes; mirrors the persisted counters
 
+	// closing is cancelled by Close, ending background and manual passes.
+	closing     context.Context
+	stopClosing context.CancelFunc
+
 	inflight inflightWrites
 	vacuum   vacuumState
 	lc       lifecycleState
@@ -107,6 +112,7 @@ func Open(opts Options) (*Store, error) {
 		opts.VacuumThreshold = 0.5
 	}
 	s := &Store{opts: opts, log: opts.Logger, seed: maphash.MakeSeed(), dead: map[uint64]int64{}, cache: opts.Cache}
+	s.closing, s.stopClosing = context.WithCancel(context.Background())
 	var limiter blob.IOLimiter
 	if opts.Limiter != nil {
 		limiter = opts.Limiter
@@ -180,6 +186,7 @@ func (s *Store) loadDeadCounters() error {
 // Close stops vacuum and closes both stores. Every acknowledged write is
 // already durable; Close makes the rest so too.
 func (s *Store) Close() error {
+	s.stopClosing()
 	s.StopLifecycle()
 	s.StopVacuum()
 	var errs []error

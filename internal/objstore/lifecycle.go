@@ -266,7 +266,17 @@ func (s *Store) sweep(ctx context.Context, res *LifecycleResult) error {
 			if err := s.sweepLimiter().Wait(ctx); err != nil {
 				return err
 			}
-			err := s.AbortUpload(up.Bucket, up.Key, up.UploadID)
+			// The pass may have waited long on its rate limit: decide by the
+			// rules of now, not of the pass's start.
+			cur, err := s.GetBucket(up.Bucket)
+			if err != nil {
+				return nil
+			}
+			at = s.rulesOf(cur).AbortAt(lifecycle.Upload{Key: up.Key, Initiated: up.Initiated}, s.lifecycleDay())
+			if at.IsZero() || s.now().Before(at) {
+				return nil
+			}
+			err = s.AbortUpload(up.Bucket, up.Key, up.UploadID)
 			if errors.Is(err, ErrNoSuchUpload) {
 				return nil
 			}

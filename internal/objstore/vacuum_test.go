@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/vfs"
 )
 
@@ -139,4 +141,55 @@ func TestVacuumReclaimsSpace(t *testing.T) {
 			t.Fatalf("%s after vacuum: %v", key, err)
 		}
 	}
+}
+
+// TestStopVacuumMidPass stops a pass while it runs: every object still
+// reads back, and a later pass finishes the work.
+func TestStopVacuumMidPass(t *testing.T) {
+	opts := memOptions(vfs.NewCrashableMem())
+	// Slow the copy down so the pass is surely under way when stopped.
+	opts.Limiter = iolimit.New(iolimit.Limits{BackgroundReadBytesPerSec: 256 << 10, BackgroundWriteBytesPerSec: 256 << 10})
+	s := openStore(t, opts)
+	defer s.Close()
+	ensureBucket(t, s, "b")
+	for i := range 120 {
+		put(t, s, "b", fmt.Sprintf("k%03d", i), value(fmt.Sprintf("k%03d", i), i, 8<<10))
+	}
+	for i := 0; i < 120; i += 2 {
+		if _, err := s.DeleteObject("b", fmt.Sprintf("k%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { _, err := s.Vacuum(context.Background(), 0.3); done <- err }()
+	for s.VacuumStatus().CurrentSegment == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the pass ended (%v) before it could be stopped", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	s.StopVacuum()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped pass returned %v, want context.Canceled", err)
+	}
+	if s.VacuumStatus().Running {
+		t.Fatal("vacuum still running after StopVacuum")
+	}
+	check := func() {
+		for i := 1; i < 120; i += 2 {
+			key := fmt.Sprintf("k%03d", i)
+			got, err := read(s, "b", key)
+			if err != nil || !bytes.Equal(got, value(key, i, 8<<10)) {
+				t.Fatalf("%s: %v", key, err)
+			}
+		}
+	}
+	check()
+	opts.Limiter.SetLimits(iolimit.Limits{})
+	res, err := s.Vacuum(context.Background(), 0.3)
+	if err != nil || res.SegmentsRemoved == 0 {
+		t.Fatalf("pass after stop: %+v %v", res, err)
+	}
+	check()
 }

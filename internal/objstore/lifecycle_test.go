@@ -20,6 +20,16 @@ type fakeClock struct{ offset atomic.Int64 }
 
 func (c *fakeClock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *fakeClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// clockedOptions is memOptions with lifecycle days of length day, counted
+// by a fake clock the test advances.
+func clockedOptions(day time.Duration) (Options, *fakeClock) {
+	clock := &fakeClock{}
+	opts := memOptions(vfs.NewCrashableMem())
+	opts.LifecycleDay, opts.Now = day, clock.now
+	return opts, clock
+}
+
 func lifecycleDoc(rules string) []byte {
 	return []byte("<LifecycleConfiguration>" + rules + "</LifecycleConfiguration>")
 }
@@ -66,9 +76,7 @@ func listed(t *testing.T, s *Store, prefix string) []string {
 // at their instant (prefix and tag filters), others stay; the sweeper
 // deletes them and vacuum reclaims their segments.
 func TestLifecycleExpiry(t *testing.T) {
-	clock := &fakeClock{}
-	opts := memOptions(vfs.NewCrashableMem())
-	opts.LifecycleDay, opts.Now = time.Hour, clock.now
+	opts, clock := clockedOptions(time.Hour)
 	s := openStore(t, opts)
 	defer s.Close()
 	ensureBucket(t, s, "b")
@@ -138,9 +146,7 @@ func TestLifecycleExpiry(t *testing.T) {
 // instant from the sweeper's re-evaluation; removing the rule gives them
 // back an unlimited life.
 func TestLifecycleRulesChange(t *testing.T) {
-	clock := &fakeClock{}
-	opts := memOptions(vfs.NewCrashableMem())
-	opts.LifecycleDay, opts.Now = time.Hour, clock.now
+	opts, clock := clockedOptions(time.Hour)
 	s := openStore(t, opts)
 	defer s.Close()
 	ensureBucket(t, s, "b")
@@ -184,9 +190,7 @@ func TestLifecycleRulesChange(t *testing.T) {
 // TestLifecycleAbortsUploads: stale multipart uploads under a rule are
 // aborted; others stay.
 func TestLifecycleAbortsUploads(t *testing.T) {
-	clock := &fakeClock{}
-	opts := memOptions(vfs.NewCrashableMem())
-	opts.LifecycleDay, opts.Now = time.Hour, clock.now
+	opts, clock := clockedOptions(time.Hour)
 	s := openStore(t, opts)
 	defer s.Close()
 	ensureBucket(t, s, "b")

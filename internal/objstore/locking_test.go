@@ -69,9 +69,7 @@ func TestBucketCacheAfterDelete(t *testing.T) {
 // started through SweepLifecycle (the admin API) still runs against the
 // store it closes.
 func TestCloseEndsManualSweep(t *testing.T) {
-	clk := &fakeClock{}
-	opts := memOptions(vfs.NewCrashableMem())
-	opts.Now, opts.LifecycleDay = clk.now, time.Second
+	opts, clk := clockedOptions(time.Second)
 	s := openStore(t, opts)
 	ensureBucket(t, s, "b")
 	for i := range 50 {
@@ -126,9 +124,7 @@ func (g *signalReader) Read(p []byte) (int, error) {
 // TestPutTakesRulesOfItsCommit: rules removed while an upload streams do
 // not apply to it: the object carries no expiry and stays visible.
 func TestPutTakesRulesOfItsCommit(t *testing.T) {
-	clk := &fakeClock{}
-	opts := memOptions(vfs.NewCrashableMem())
-	opts.Now, opts.LifecycleDay = clk.now, time.Second
+	opts, clk := clockedOptions(time.Second)
 	s := openStore(t, opts)
 	defer s.Close()
 	ensureBucket(t, s, "b")

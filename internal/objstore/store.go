@@ -81,7 +81,7 @@ type Store struct {
 	seed       maphash.Seed
 	keyLocks   [256]sync.Mutex  // striped by owner key
 	bucketLock [64]sync.RWMutex // striped by bucket: writers share, DeleteBucket excludes
-	buckets    sync.Map         // name -> *meta.Bucket; see getBucketLocked
+	buckets    sync.Map         // name -> *meta.Bucket; see GetBucket
 
 	deadMu sync.Mutex
 	dead   map[uint64]int64 // segment -> dead bytes; mirrors the persisted counters
@@ -291,7 +291,7 @@ func toBlob(exts []meta.Extent) []blob.Extent {
 	return out
 }
 
-// dirs returns the default metadata and data directories under root.
+// DefaultDirs returns the default metadata and data directories under root.
 func DefaultDirs(root string) (metaDir, dataDir string) {
 	return filepath.Join(root, "meta"), filepath.Join(root, "segments")
 }

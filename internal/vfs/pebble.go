@@ -1,9 +1,7 @@
 package vfs
 
 import (
-	"errors"
 	"io"
-	"os"
 
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -136,5 +134,3 @@ func (p pebbleFS) Stat(name string) (int64, error) {
 	}
 	return st.Size(), nil
 }
-
-func isPebbleNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }

@@ -16,8 +16,10 @@
 package vfs
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 )
@@ -68,8 +70,9 @@ type FS interface {
 // requires. 4096 covers every common device's logical block size.
 const DirectAlignment = 4096
 
-// IsNotExist reports whether err says a file does not exist.
-func IsNotExist(err error) bool { return os.IsNotExist(err) || isPebbleNotExist(err) }
+// IsNotExist reports whether err, or an error it wraps, says a file does
+// not exist (the real disk's and pebble's errors alike).
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 // Prefetcher is implemented by files that can start reading a range into
 // the page cache ahead of use (posix_fadvise WILLNEED). It is a hint: it

@@ -8,30 +8,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
-	"sync"
-	"sync/atomic"
-
-	md5simd "github.com/minio/md5-simd"
 )
-
-// md5Server hashes the MD5 of concurrent uploads together: with AVX2 or
-// AVX-512 it runs up to 16 streams in SIMD lanes, about 3x the throughput of
-// one-stream MD5 when many uploads are in flight (see docs/PERFORMANCE.md).
-// A lone stream is slower through it than through crypto/md5 (it takes the
-// scalar path plus a channel hop per block), so Readers use the lanes only
-// while at least simdFrom of them are hashing. On CPUs without AVX2 it falls
-// back to crypto/md5.
-var md5Server = sync.OnceValue(md5simd.NewServer)
-
-// simdFrom is the number of concurrent MD5 streams from which SIMD lanes
-// pay off. Measured on b3's 2-core AVX-512 machine (docs/PERFORMANCE.md):
-// md5-simd hashes 684 MB/s for 1 stream, 901 MB/s for 4 and 2434 MB/s for
-// 8, against 775 MB/s per stream (and core) for crypto/md5; below 8 streams
-// it also runs partly on its scalar path.
-const simdFrom = 8
-
-// hashing counts Readers between NewReader and Close.
-var hashing atomic.Int64
 
 // TrailerSource is implemented by body readers that carry trailing headers
 // (the aws-chunked decoder of package s3auth). Trailer is valid once Read
@@ -54,25 +31,23 @@ type Reader struct {
 	hashes [maxHashes]hash.Hash
 	algs   [maxHashes]Algorithm
 	count  int
-	md5    md5simd.Hasher // hashes[0] when on a SIMD lane; held until Close
-	open   bool           // counted in hashing
 
 	size int64
 	sums [maxHashes][]byte // filled at EOF
 	err  error             // sticky terminal result (io.EOF on success)
 }
 
-// NewReader wraps src. The caller must Close the Reader. MD5 is always computed; so is expected's checksum
+// NewReader wraps src. MD5 is always computed; so is expected's checksum
 // algorithm, and every algorithm in also (duplicates are ignored).
+//
+// Each Reader hashes with its own state (crypto/md5 and friends), so
+// concurrent uploads never wait on one another: a shared multi-lane MD5
+// server was tried and, with hundreds of uploads in flight and some
+// abandoned, starved its lanes and hung every upload
+// (TestManyConcurrentReaders).
 func NewReader(src io.Reader, expected Expected, also ...Algorithm) *Reader {
 	r := &Reader{src: src, expected: expected}
-	r.open = true
-	if hashing.Add(1) >= simdFrom {
-		r.md5 = md5Server().NewHash()
-		r.hashes[0] = r.md5
-	} else {
-		r.hashes[0] = md5.New()
-	}
+	r.hashes[0] = md5.New()
 	r.count = 1
 	r.add(expected.Checksum.Algorithm)
 	for _, alg := range also {
@@ -129,7 +104,6 @@ func (r *Reader) finish() error {
 	for i := 0; i < r.count; i++ {
 		r.sums[i] = r.hashes[i].Sum(nil)
 	}
-	r.Close()
 	if r.expected.ContentMD5 != nil && !bytes.Equal(r.expected.ContentMD5, r.sums[0]) {
 		return errBadDigestMD5()
 	}
@@ -157,19 +131,6 @@ func (r *Reader) finish() error {
 		return errBadDigestChecksum(want.Algorithm)
 	}
 	return io.EOF
-}
-
-// Close releases the MD5 lane, if any. It is idempotent and leaves computed
-// digests readable.
-func (r *Reader) Close() {
-	if r.open {
-		r.open = false
-		hashing.Add(-1)
-	}
-	if r.md5 != nil {
-		r.md5.Close()
-		r.md5 = nil
-	}
 }
 
 // Done reports whether the body was read to EOF and verified.

@@ -138,7 +138,6 @@ func (s *Server) copyObject(rq *request) error {
 		}
 	}
 	cr := checksum.NewReader(body, checksum.Expected{}, alg)
-	defer cr.Close()
 	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
 		Body:   &uploadBody{src: cr, want: srcObj.Size},
@@ -221,7 +220,6 @@ func (s *Server) uploadPartCopy(rq *request) error {
 	}
 	alg, _ := checksum.ParseAlgorithm(up.ChecksumAlgorithm)
 	cr := checksum.NewReader(body, checksum.Expected{}, alg)
-	defer cr.Close()
 	part, err := s.store.PutPart(rq.Context(), rq.bucket, rq.key, uploadID, number, &uploadBody{src: cr, want: length}, func(p *meta.Part) error {
 		p.ETag = cr.ETag()
 		if c, ok := cr.Checksum(alg); ok {

@@ -98,7 +98,6 @@ func (s *Server) uploadPart(rq *request) error {
 		return errInvalidRequest.withMessage("Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum Type: %s", uploadAlg, exp.Checksum.Algorithm)
 	}
 	cr := checksum.NewReader(rq.body, exp, uploadAlg)
-	defer cr.Close()
 	part, err := s.store.PutPart(rq.Context(), rq.bucket, rq.key, uploadID, number, &uploadBody{src: cr, want: rq.contentLength}, func(p *meta.Part) error {
 		if !cr.Done() {
 			return errIncompleteBody

@@ -53,7 +53,6 @@ func (s *Server) putObject(rq *request) error {
 		return err
 	}
 	cr := checksum.NewReader(rq.body, exp)
-	defer cr.Close()
 	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
 		Body:   &uploadBody{src: cr, want: rq.contentLength},

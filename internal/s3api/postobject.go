@@ -114,7 +114,6 @@ func (s *Server) postObject(rq *request) error {
 	obj := &meta.Object{Owner: rq.accessKey, Tags: tags}
 	a.toObject(obj)
 	cr := checksum.NewReader(file, exp)
-	defer cr.Close()
 	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
 		Body:   &uploadBody{src: cr, want: -1},

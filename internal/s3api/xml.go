@@ -56,7 +56,6 @@ func readSmallBody(rq *request) ([]byte, error) {
 		src = rq.body
 	}
 	cr := checksum.NewReader(src, exp)
-	defer cr.Close()
 	data, err := io.ReadAll(io.LimitReader(cr, maxXMLBody+1))
 	if err != nil {
 		return nil, err

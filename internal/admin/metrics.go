@@ -104,6 +104,7 @@ var (
 	dCacheInval    = desc("b3_cache_invalidations_total", "Object cache entries dropped by a write or delete.")
 	dCacheBytes    = desc("b3_cache_bytes", "Bytes held by the object cache.")
 	dCacheEntries  = desc("b3_cache_entries", "Objects held by the object cache.")
+	dFreeBytes     = desc("b3_disk_free_bytes", "Least free space over the data and metadata disks, as last measured for the free-space reserve (-1: no reserve set).")
 )
 
 // Describe implements prometheus.Collector.
@@ -111,7 +112,7 @@ func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dIOBytes, dIOWaits, dIOWaitSeconds, dIOLimit, dFsyncs, dFsyncSeconds, dFsyncMax,
 		dGroupBatch, dAppended, dReadBytes, dCorrupt, dSegments, dSegBytes, dSegDead, dVacRunning, dVacRemoved,
 		dVacReclaimed, dVacCopied, dVacLast, dLcExpired, dLcAborted, dLcPasses, dLcReeval, dCacheHits, dCacheMisses,
-		dCacheEvict, dCacheInval, dCacheBytes, dCacheEntries} {
+		dCacheEvict, dCacheInval, dCacheBytes, dCacheEntries, dFreeBytes} {
 		ch <- d
 	}
 }
@@ -187,6 +188,7 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(dCacheInval, float64(cs.Invalidations))
 	gauge(dCacheBytes, float64(cs.Bytes))
 	gauge(dCacheEntries, float64(cs.Entries))
+	gauge(dFreeBytes, float64(c.Store.FreeBytes()))
 }
 
 // groupBatchHistogram turns blob's power-of-two batch counts into a

@@ -58,6 +58,9 @@ func (s *Store) PutPart(ctx context.Context, bucket, key, uploadID string, numbe
 	if err != nil {
 		return nil, err
 	}
+	if err := s.space.admit(0); err != nil {
+		return nil, err
+	}
 	write := s.inflight.register(s.activeSegment)
 	defer s.inflight.done(write)
 	owner := blob.Owner{Key: ownerKey(bucket, key), Version: up.Version}

@@ -58,6 +58,10 @@ type Options struct {
 	Cache *ObjectCache
 	// Now is the clock of expiry decisions (default time.Now).
 	Now func() time.Time
+	// MinFreeBytes is the free-space reserve: uploads are refused with
+	// ErrStorageFull when they would leave less free on the data or the
+	// metadata disk (see spaceGuard). 0 disables the check.
+	MinFreeBytes int64
 }
 
 // ObjectCache caches small objects: the record and the whole payload,
@@ -94,6 +98,7 @@ type Store struct {
 	vacuum   vacuumState
 	lc       lifecycleState
 	cache    *ObjectCache
+	space    *spaceGuard
 }
 
 // Open opens (creating if needed) the store described by opts, recovering
@@ -151,6 +156,7 @@ func Open(opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	s.space = newSpaceGuard(opts, opts.Logger)
 	return s, nil
 }
 

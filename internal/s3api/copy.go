@@ -137,6 +137,9 @@ func (s *Server) copyObject(rq *request) error {
 			return errInvalidRequest.withMessage("Checksum algorithm provided is unsupported.")
 		}
 	}
+	if err := s.store.Admit(srcObj.Size); err != nil {
+		return err
+	}
 	cr := checksum.NewReader(body, checksum.Expected{}, alg)
 	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
@@ -217,6 +220,9 @@ func (s *Server) uploadPartCopy(rq *request) error {
 	defer body.Close()
 	if length > maxPutSize {
 		return errEntityTooLarge
+	}
+	if err := s.store.Admit(length); err != nil {
+		return err
 	}
 	alg, _ := checksum.ParseAlgorithm(up.ChecksumAlgorithm)
 	cr := checksum.NewReader(body, checksum.Expected{}, alg)

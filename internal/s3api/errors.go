@@ -65,6 +65,7 @@ var (
 	errEntityTooSmall         = apiErr("EntityTooSmall", 400, "Your proposed upload is smaller than the minimum allowed object size.")
 	errIncompleteBody         = apiErr("IncompleteBody", 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.")
 	errInternal               = apiErr("InternalError", 500, "We encountered an internal error. Please try again.")
+	errInsufficientStorage    = apiErr("InsufficientStorage", 507, "The server's disk is below its free-space reserve; delete objects or add space, then retry.")
 	errInvalidArgument        = apiErr("InvalidArgument", 400, "Invalid Argument")
 	errInvalidBucketName      = apiErr("InvalidBucketName", 400, "The specified bucket is not valid.")
 	errInvalidLocation        = apiErr("InvalidLocationConstraint", 400, "The specified location-constraint is not valid.")
@@ -135,6 +136,8 @@ func toAPIError(err error) (s3Error, bool) {
 		return errBucketNotEmpty, true
 	case errors.Is(err, objstore.ErrBucketExists):
 		return errBucketAlreadyExists, true
+	case errors.Is(err, objstore.ErrStorageFull):
+		return errInsufficientStorage, true
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		// The client closed the connection before sending Content-Length
 		// bytes (net/http reports it so).

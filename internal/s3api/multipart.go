@@ -81,7 +81,7 @@ func (s *Server) uploadPart(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkUploadLength(rq); err != nil {
+	if err := s.checkUploadLength(rq); err != nil {
 		return err
 	}
 	uploadID := rq.query.Get("uploadId")

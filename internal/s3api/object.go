@@ -21,15 +21,16 @@ var (
 // checkUploadLength refuses an upload whose length is unknown (no
 // Content-Length, and for aws-chunked bodies no x-amz-decoded-content-length)
 // or above the maximum object size, as S3 does: 411 MissingContentLength,
-// 400 EntityTooLarge.
-func checkUploadLength(rq *request) error {
+// 400 EntityTooLarge; and one the disk has no room for (507
+// InsufficientStorage) before any of its body is read.
+func (s *Server) checkUploadLength(rq *request) error {
 	switch {
 	case rq.contentLength < 0:
 		return errMissingContentLength
 	case rq.contentLength > maxPutSize:
 		return errEntityTooLarge
 	}
-	return nil
+	return s.store.Admit(rq.contentLength)
 }
 
 // putObject stores the body in one pass: the s3auth body (signature,
@@ -37,7 +38,7 @@ func checkUploadLength(rq *request) error {
 // requested checksum, verification at EOF), which objstore streams into
 // segment records. Nothing is committed unless the body ended verified.
 func (s *Server) putObject(rq *request) error {
-	if err := checkUploadLength(rq); err != nil {
+	if err := s.checkUploadLength(rq); err != nil {
 		return err
 	}
 	obj, err := s.objectFromHeaders(rq)

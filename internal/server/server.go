@@ -65,6 +65,9 @@ type Config struct {
 	// the largest object cached; CachePolicy "lru" or "s3fifo".
 	CacheBytes, CacheMaxObject int64
 	CachePolicy                cache.Policy
+	// MinFreeBytes is the free-space reserve of the data and metadata
+	// disks: uploads that would cut into it get 507 InsufficientStorage.
+	MinFreeBytes int64
 
 	// Ready, if set, is called with the bound address once the server
 	// accepts connections (tests listen on port 0); AdminReady likewise
@@ -133,7 +136,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		MetaDir: cfg.MetaDir, DataDir: cfg.DataDir,
 		Sync: cfg.Sync, DirectIO: cfg.DirectIO, SegmentSize: cfg.SegmentSize, Logger: cfg.Logger,
 		Limiter: limiter, VacuumThreshold: cfg.VacuumThreshold,
-		LifecycleDay: cfg.LifecycleDay, Cache: objCache,
+		LifecycleDay: cfg.LifecycleDay, Cache: objCache, MinFreeBytes: cfg.MinFreeBytes,
 	})
 	if err != nil {
 		return err

@@ -121,3 +121,11 @@ func (osFS) Stat(name string) (int64, error) {
 	}
 	return st.Size(), nil
 }
+
+func (osFS) FreeSpace(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, &os.PathError{Op: "statfs", Path: dir, Err: err}
+	}
+	return int64(st.Bavail) * st.Bsize, nil
+}

@@ -110,3 +110,11 @@ func MkdirAllDurable(fs FS, dir string) error {
 	}
 	return nil
 }
+
+// SpaceReporter is implemented by filesystems that know how much space is
+// left for new data (the real disk); in-memory test filesystems do not.
+type SpaceReporter interface {
+	// FreeSpace returns the bytes an unprivileged writer may still use on
+	// the filesystem holding dir.
+	FreeSpace(dir string) (int64, error)
+}

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Benchmarks run on the real disk (b.TempDir), with O_DIRECT where the
@@ -70,5 +74,41 @@ func BenchmarkAppendSmall(b *testing.B) {
 	if commits := after.GroupCommits - before.GroupCommits; commits > 0 {
 		b.ReportMetric(float64(after.GroupWaiters-before.GroupWaiters)/float64(commits), "appends/fsync")
 		b.ReportMetric(float64(after.FsyncNanos-before.FsyncNanos)/float64(after.Fsyncs-before.Fsyncs)/1e3, "µs/fsync")
+	}
+}
+
+// BenchmarkReadCold reads 64 MiB values back from the disk, one stream, with
+// the page cache dropped before each read (needs root): the single-stream
+// read bandwidth of the store, to compare with a direct sequential read of
+// the same disk (fio --rw=read --bs=1M --direct=1).
+func BenchmarkReadCold(b *testing.B) {
+	const size, values = 64 << 20, 8
+	s := benchStore(b)
+	data := value(3, size)
+	var exts [values][]Extent
+	for i := range exts {
+		e, _, err := s.Append(context.Background(), Owner{Key: fmt.Appendf(nil, "read/%d", i)}, bytes.NewReader(data))
+		if err != nil {
+			b.Fatal(err)
+		}
+		exts[i] = e
+	}
+	b.SetBytes(size)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		unix.Sync()
+		if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0); err != nil {
+			b.Fatalf("drop the page cache (run as root): %v", err)
+		}
+		b.StartTimer()
+		r, err := s.NewReader(context.Background(), exts[i%values], 0, size)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, err := r.WriteTo(io.Discard); err != nil || n != size {
+			b.Fatalf("read %d bytes: %v", n, err)
+		}
+		r.Close()
 	}
 }

@@ -214,11 +214,15 @@ func (d *decoder) int(limit uint64, what string) int {
 }
 
 // version reads the leading format-version byte.
-func (d *decoder) version(record string, want byte) {
-	if v := d.byte1(); d.err == nil && v != want {
-		d.err = fmt.Errorf("%w: %s record format version %d, want %d", ErrCorrupt, record, v, want)
+// version reads the format version byte and returns it if it is one of
+// known; otherwise it fails the decoder.
+func (d *decoder) version(record string, known ...byte) byte {
+	v := d.byte1()
+	if d.err == nil && !slices.Contains(known, v) {
+		d.err = fmt.Errorf("%w: %s record format version %d, want one of %v", ErrCorrupt, record, v, known)
 		d.buf = nil
 	}
+	return v
 }
 
 // finish reports the first error, or trailing bytes, with the record name.

@@ -25,6 +25,11 @@ func fullObject() *Object {
 	}
 }
 
+func inlineObject() *Object {
+	return &Object{Bucket: "sensors", Key: "t/42", Version: 7, Size: 5, ETag: `"5d41402abc4b2a76b9719d911017c592"`,
+		Modified: ts(1_700_000_001), UserMeta: map[string]string{"unit": "C"}, Inline: []byte("hello")}
+}
+
 func fullUpload() *Upload {
 	return &Upload{
 		Bucket: "media", Key: "a\x00b", UploadID: NewUploadID(42), Version: 42, Initiated: ts(-5),
@@ -56,8 +61,9 @@ type codecCase struct {
 
 var codecCases = []codecCase{
 	{
-		name:   "object",
-		values: []any{fullObject(), &Object{Bucket: "b", Key: ""}, sampleObject("b", "k")},
+		name: "object",
+		values: []any{fullObject(), &Object{Bucket: "b", Key: ""}, sampleObject("b", "k"), inlineObject(),
+			&Object{Bucket: "b", Key: "empty", Inline: []byte{}}},
 		encode: func(v any) []byte { return encodeObject(v.(*Object)) },
 		decode: func(v any, data []byte) (any, error) {
 			o := v.(*Object)
@@ -163,5 +169,26 @@ func TestHugeCountRejectedWithoutAllocation(t *testing.T) {
 	e.uvarint(1 << 62)
 	if _, err := decodeObject("b", "k", e.buf); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("err = %v, want ErrCorrupt", err)
+	}
+}
+
+// An object without an inline payload keeps format 1, byte for byte, so
+// stores written before format 2 and after read alike; a payload that does
+// not match the record's size, or sits beside extents, is corrupt.
+func TestInlineObjectFormat(t *testing.T) {
+	if v := encodeObject(fullObject())[0]; v != objectFormat {
+		t.Fatalf("object without inline payload written as format %d", v)
+	}
+	if v := encodeObject(inlineObject())[0]; v != objectFormatInline {
+		t.Fatalf("inline object written as format %d", v)
+	}
+	short := inlineObject()
+	short.Size = 6
+	withExtents := inlineObject()
+	withExtents.Extents = []Extent{{1, 0, 40, 5}}
+	for name, o := range map[string]*Object{"size mismatch": short, "extents too": withExtents} {
+		if _, err := decodeObject(o.Bucket, o.Key, encodeObject(o)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: err = %v, want ErrCorrupt", name, err)
+		}
 	}
 }

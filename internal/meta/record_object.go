@@ -3,7 +3,7 @@ package meta
 // objectFormat is the format version of the object record:
 //
 //	+-----------------------+
-//	| 0x01                  |  byte, format version
+//	| 0x01 or 0x02          |  byte, format version
 //	| version               |  uvarint
 //	| size                  |  varint
 //	| etag                  |  string
@@ -27,16 +27,27 @@ package meta
 //	|   checksum            |    string
 //	| extents               |  uvarint count, then extent each
 //	| owner                 |  string
+//	| inline payload        |  bytes; format 2 only
 //	+-----------------------+
 //
+// Format 2 is format 1 plus the payload of an object small enough to live
+// in its record (Object.Inline). Records without one are written as format
+// 1, so stores written before format 2 existed read back unchanged.
 // Bucket and key are the pebble key ("o" bucket 0x00 key). An object of one
 // extent, an etag, a content type and a time takes about 80 bytes; with
 // two user-metadata pairs, cache-control, expiry and a checksum, 176.
-const objectFormat = 1
+const (
+	objectFormat       = 1
+	objectFormatInline = 2
+)
 
 func encodeObject(o *Object) []byte {
-	e := encoder{buf: make([]byte, 0, 128+16*len(o.Extents)+48*len(o.Parts))}
-	e.byte1(objectFormat)
+	e := encoder{buf: make([]byte, 0, 128+16*len(o.Extents)+48*len(o.Parts)+len(o.Inline))}
+	format := byte(objectFormat)
+	if o.Inline != nil {
+		format = objectFormatInline
+	}
+	e.byte1(format)
 	e.uvarint(o.Version)
 	e.varint(o.Size)
 	e.str(o.ETag)
@@ -54,12 +65,15 @@ func encodeObject(o *Object) []byte {
 	}
 	e.extents(o.Extents)
 	e.str(o.Owner)
+	if format == objectFormatInline {
+		e.bytes(o.Inline)
+	}
 	return e.buf
 }
 
 func decodeObject(bucket, key string, value []byte) (*Object, error) {
 	d := decoder{buf: value}
-	d.version("object", objectFormat)
+	format := d.version("object", objectFormat, objectFormatInline)
 	o := &Object{Bucket: bucket, Key: key}
 	o.Version = d.uvarint()
 	o.Size = d.varint()
@@ -81,6 +95,12 @@ func decodeObject(bucket, key string, value []byte) (*Object, error) {
 	}
 	o.Extents = d.extents()
 	o.Owner = d.str()
+	if format == objectFormatInline {
+		o.Inline = d.bytes()
+		if d.err == nil && (o.Inline == nil || int64(len(o.Inline)) != o.Size || len(o.Extents) != 0) {
+			d.fail("inline payload")
+		}
+	}
 	if err := d.finish("object " + bucket + "/" + key); err != nil {
 		return nil, err
 	}

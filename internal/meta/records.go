@@ -74,6 +74,10 @@ type Object struct {
 	// Extents hold the payload in order; their Sizes sum to Size.
 	Extents []Extent
 	Owner   string
+	// Inline, if not nil, is the whole payload, kept in the record itself
+	// (a small object: one metadata write, no segment record); Extents is
+	// then empty.
+	Inline []byte
 }
 
 // Upload is a multipart upload in progress. Bucket, Key and UploadID come

@@ -19,6 +19,10 @@
 // A failure before step 5 leaves only unreferenced records behind; their
 // bytes are counted dead at once, or (after a crash) found by vacuum.
 //
+// A body of at most Options.InlineMax bytes skips steps 2 and 3: it is read
+// into memory and installed inside the object's record (meta.Object.Inline)
+// by the batch of step 5, which is then its only durable write.
+//
 // # Invariants
 //
 //   - Each segment record is referenced by at most one metadata record: the

@@ -27,6 +27,9 @@ func memOptions(fs pvfs.FS) Options {
 		SegmentSize:     64 << 10,
 		ChunkSize:       4 << 10,
 		VacuumThreshold: 0.3,
+		// Bodies up to 2 KiB live in their records: the model and crash
+		// tests write sizes on both sides of it and so cover both paths.
+		InlineMax: 2 << 10,
 	}
 }
 

@@ -34,6 +34,8 @@ type PutInput struct {
 // PutObject stores an object. It returns once the object is durable under
 // the store's sync policy. The data path, in order: body -> synced records
 // -> Finish -> (key lock) precondition -> one meta batch -> acknowledge.
+// A body of at most Options.InlineMax bytes skips the segments: it is kept
+// in the object's record, made durable by that one meta batch.
 func (s *Store) PutObject(ctx context.Context, in PutInput) (*meta.Object, error) {
 	if _, err := s.GetBucket(in.Bucket); err != nil {
 		return nil, err
@@ -45,21 +47,30 @@ func (s *Store) PutObject(ctx context.Context, in PutInput) (*meta.Object, error
 	if err != nil {
 		return nil, fmt.Errorf("reserve version: %w", err)
 	}
-	write := s.inflight.register(s.activeSegment)
-	defer s.inflight.done(write)
-
-	owner := blob.Owner{Key: ownerKey(in.Bucket, in.Key), Version: version}
-	exts, size, err := s.blob.Append(ctx, owner, in.Body)
-	if err != nil {
-		s.discard(exts)
-		return nil, err
-	}
 	obj := in.Object
 	if obj == nil {
 		obj = &meta.Object{}
 	}
+	small, body, err := s.peekSmall(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	var exts []blob.Extent
+	if small != nil {
+		obj.Size, obj.Inline, obj.Extents = int64(len(small)), small, nil
+	} else {
+		write := s.inflight.register(s.activeSegment)
+		defer s.inflight.done(write)
+		owner := blob.Owner{Key: ownerKey(in.Bucket, in.Key), Version: version}
+		var size int64
+		exts, size, err = s.blob.Append(ctx, owner, body)
+		if err != nil {
+			s.discard(exts)
+			return nil, err
+		}
+		obj.Size, obj.Extents, obj.Inline = size, toMeta(exts), nil
+	}
 	obj.Bucket, obj.Key, obj.Version = in.Bucket, in.Key, version
-	obj.Size, obj.Extents = size, toMeta(exts)
 	obj.Modified = time.Now().UTC()
 	if in.Finish != nil {
 		if err := in.Finish(obj); err != nil {
@@ -78,6 +89,30 @@ func (s *Store) PutObject(ctx context.Context, in PutInput) (*meta.Object, error
 		return nil, err
 	}
 	return obj, nil
+}
+
+// peekSmall reads up to InlineMax+1 bytes of body. If the body ends within
+// InlineMax bytes it returns them as small (not nil, possibly empty);
+// otherwise it returns a reader of the whole body, the bytes read included.
+// A read error other than the body's end is returned as is (a wrong digest
+// surfaces here for a small body, as it does from Append for a large one).
+func (s *Store) peekSmall(body io.Reader) (small []byte, whole io.Reader, err error) {
+	if s.opts.InlineMax <= 0 {
+		return nil, body, nil
+	}
+	buf := make([]byte, s.opts.InlineMax+1)
+	n := 0
+	for n < len(buf) {
+		m, err := body.Read(buf[n:])
+		n += m
+		if err == io.EOF {
+			return buf[:n:n], nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return nil, io.MultiReader(bytes.NewReader(buf), body), nil
 }
 
 // commitObject installs obj under the key lock: it checks the precondition
@@ -188,6 +223,9 @@ func (s *Store) OpenObject(ctx context.Context, bucket, key string, rng RangeFun
 			s.cache.PutIf(cacheKey, CachedObject{Obj: obj, Data: data}, obj.Size+cacheOverhead, token)
 			return obj, io.NopCloser(bytes.NewReader(data[off : off+n])), nil
 		}
+		if obj.Inline != nil {
+			return obj, io.NopCloser(bytes.NewReader(obj.Inline[off : off+n])), nil
+		}
 		r, err := s.blob.NewReader(ctx, toBlob(obj.Extents), off, n)
 		// Vacuum may have moved the object and removed the segment between
 		// reading the record and opening the reader: read the record again.
@@ -262,6 +300,9 @@ const cacheOverhead = 256
 
 // readAll reads a whole object into memory (for the cache).
 func (s *Store) readAll(ctx context.Context, obj *meta.Object) ([]byte, error) {
+	if obj.Inline != nil {
+		return obj.Inline, nil
+	}
 	r, err := s.blob.NewReader(ctx, toBlob(obj.Extents), 0, obj.Size)
 	if err != nil {
 		return nil, err

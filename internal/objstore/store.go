@@ -58,6 +58,11 @@ type Options struct {
 	Cache *ObjectCache
 	// Now is the clock of expiry decisions (default time.Now).
 	Now func() time.Time
+	// InlineMax is the largest object kept inside its metadata record
+	// instead of the segments: one durable write (the metadata WAL's)
+	// instead of two, and no segment space to vacuum later. 0 keeps every
+	// object in the segments.
+	InlineMax int64
 	// MinFreeBytes is the free-space reserve: uploads are refused with
 	// ErrStorageFull when they would leave less free on the data or the
 	// metadata disk (see spaceGuard). 0 disables the check.

@@ -64,8 +64,10 @@ func newEnvTB(t testing.TB, opts ...envOption) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
 	metaDir, dataDir := objstore.DefaultDirs(dir)
+	// Bodies up to 1 KiB are kept in their records (as the server does up
+	// to --inline-max): the tests' small and large bodies cover both paths.
 	store, err := objstore.Open(objstore.Options{MetaDir: metaDir, DataDir: dataDir, Sync: blob.SyncNone,
-		Logger: slog.New(slog.DiscardHandler)})
+		InlineMax: 1 << 10, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

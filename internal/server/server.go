@@ -65,6 +65,9 @@ type Config struct {
 	// the largest object cached; CachePolicy "lru" or "s3fifo".
 	CacheBytes, CacheMaxObject int64
 	CachePolicy                cache.Policy
+	// InlineMax is the largest object kept in its metadata record rather
+	// than in the segments (0: none).
+	InlineMax int64
 	// MinFreeBytes is the free-space reserve of the data and metadata
 	// disks: uploads that would cut into it get 507 InsufficientStorage.
 	MinFreeBytes int64
@@ -137,6 +140,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		Sync: cfg.Sync, DirectIO: cfg.DirectIO, SegmentSize: cfg.SegmentSize, Logger: cfg.Logger,
 		Limiter: limiter, VacuumThreshold: cfg.VacuumThreshold,
 		LifecycleDay: cfg.LifecycleDay, Cache: objCache, MinFreeBytes: cfg.MinFreeBytes,
+		InlineMax: cfg.InlineMax,
 	})
 	if err != nil {
 		return err

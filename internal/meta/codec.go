@@ -213,7 +213,6 @@ func (d *decoder) int(limit uint64, what string) int {
 	return int(v)
 }
 
-// version reads the leading format-version byte.
 // version reads the format version byte and returns it if it is one of
 // known; otherwise it fails the decoder.
 func (d *decoder) version(record string, known ...byte) byte {

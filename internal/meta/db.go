@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -15,9 +16,13 @@ import (
 // ErrNotFound is wrapped by Get* errors when the record does not exist.
 var ErrNotFound = errors.New("meta: not found")
 
-// schemaVersion is stored under "mformat": the key layout of doc.go. A
-// directory written by a future layout is refused rather than misread.
-const schemaVersion = 1
+// schemaVersion is stored under "mformat": the key layout of doc.go and
+// the record formats this build may write. A directory written by a future
+// version is refused rather than misread. Version 2 added object records
+// with an inline payload (format 2); a version-1 directory is valid version
+// 2 and is restamped on open, after which older builds refuse it cleanly
+// instead of failing on the first inline record they meet.
+const schemaVersion = 2
 
 // DefaultCacheBytes is the block cache size when Options.CacheBytes is 0.
 const DefaultCacheBytes = 64 << 20
@@ -97,22 +102,26 @@ func Open(o Options) (*DB, error) {
 	return db, nil
 }
 
-// checkSchema stamps a new directory with schemaVersion, or refuses one
-// stamped by another version.
+// checkSchema stamps a new or older directory with schemaVersion, or
+// refuses one stamped by an unknown version.
 func (db *DB) checkSchema() error {
 	v, closer, err := db.pdb.Get(formatKey)
-	if errors.Is(err, pebble.ErrNotFound) {
-		if err := db.pdb.Set(formatKey, []byte{schemaVersion}, pebble.Sync); err != nil {
-			return fmt.Errorf("write meta schema version: %w", err)
-		}
-		return nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
 		return fmt.Errorf("read meta schema version: %w", err)
+	default:
+		stamp := slices.Clone(v)
+		closer.Close()
+		if len(stamp) != 1 || stamp[0] < 1 || stamp[0] > schemaVersion {
+			return fmt.Errorf("%w: meta schema version %v, this build reads 1 to %d", ErrCorrupt, stamp, schemaVersion)
+		}
+		if stamp[0] == schemaVersion {
+			return nil
+		}
 	}
-	defer closer.Close()
-	if len(v) != 1 || v[0] != schemaVersion {
-		return fmt.Errorf("%w: meta schema version %v, this build reads %d", ErrCorrupt, v, schemaVersion)
+	if err := db.pdb.Set(formatKey, []byte{schemaVersion}, pebble.Sync); err != nil {
+		return fmt.Errorf("write meta schema version: %w", err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -248,5 +249,37 @@ func TestOpenRefusesOtherSchema(t *testing.T) {
 	_, err := Open(Options{FS: mem, Dir: "meta", Logger: quietLogger})
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("open with schema 99: err = %v", err)
+	}
+}
+
+// TestSchemaStamp: a directory stamped by the previous schema opens and is
+// restamped; one stamped by an unknown (future) schema is refused.
+func TestSchemaStamp(t *testing.T) {
+	for _, c := range []struct {
+		stamp   byte
+		refused bool
+	}{{1, false}, {schemaVersion, false}, {schemaVersion + 1, true}, {0, true}} {
+		fs := vfs.NewMem()
+		db := openOn(t, fs, true)
+		if err := db.pdb.Set(formatKey, []byte{c.stamp}, pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		db, err := Open(Options{FS: fs, Dir: "meta", Sync: true, Logger: quietLogger})
+		if c.refused {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("stamp %d: open %v, want ErrCorrupt", c.stamp, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("stamp %d: %v", c.stamp, err)
+		}
+		v, closer, err := db.pdb.Get(formatKey)
+		if err != nil || len(v) != 1 || v[0] != schemaVersion {
+			t.Fatalf("stamp %d: after open %v %v, want %d", c.stamp, v, err, schemaVersion)
+		}
+		closer.Close()
+		db.Close()
 	}
 }

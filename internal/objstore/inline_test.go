@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"testing/iotest"
 
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
 
@@ -37,6 +39,22 @@ func TestInlineObjects(t *testing.T) {
 		appended := s.blob.Stats().BytesAppended - before
 		if got := obj.Inline != nil; got != c.inline || (appended == 0) != c.inline || obj.Size != int64(c.size) {
 			t.Fatalf("%s (%d bytes): inline %v, %d bytes appended to segments, size %d", c.key, c.size, got, appended, obj.Size)
+		}
+	}
+	// A reader that returns its last bytes together with io.EOF (as
+	// net/http's body does) must not sneak one byte past the threshold.
+	for _, size := range []int{max, max + 1} {
+		key := fmt.Sprintf("eof-with-data-%d", size)
+		body := iotest.DataErrReader(bytes.NewReader(value(key, 0, size)))
+		obj, err := s.PutObject(context.Background(), PutInput{Bucket: "b", Key: key, Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inline := obj.Inline != nil; inline != (size <= max) || obj.Size != int64(size) {
+			t.Fatalf("%d bytes read with EOF: inline %v, size %d", size, inline, obj.Size)
+		}
+		if got, err := read(s, "b", key); err != nil || !bytes.Equal(got, value(key, 0, size)) {
+			t.Fatalf("%s: read back %d bytes, %v", key, len(got), err)
 		}
 	}
 	check := func(s *Store) {

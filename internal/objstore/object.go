@@ -105,14 +105,17 @@ func (s *Store) peekSmall(body io.Reader) (small []byte, whole io.Reader, err er
 	for n < len(buf) {
 		m, err := body.Read(buf[n:])
 		n += m
-		if err == io.EOF {
+		if err == io.EOF && n <= int(s.opts.InlineMax) {
 			return buf[:n:n], nil, nil
+		}
+		if err == io.EOF {
+			break // one byte too many, and the end with it
 		}
 		if err != nil {
 			return nil, nil, err
 		}
 	}
-	return nil, io.MultiReader(bytes.NewReader(buf), body), nil
+	return nil, io.MultiReader(bytes.NewReader(buf[:n]), body), nil
 }
 
 // commitObject installs obj under the key lock: it checks the precondition

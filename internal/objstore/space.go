@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	pvfs "github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/b3-storage/b3/internal/vfs"
 )
 
@@ -21,24 +23,33 @@ const spaceRefresh = 100 * time.Millisecond
 
 // spaceGuard keeps a reserve of free space on the data and metadata disks.
 // New writes are refused with ErrStorageFull once their size would cut into
-// it, so the disk never fills under a write in progress: a failed segment
+// it, so that a full disk does not fail a write half way: a failed segment
 // write stops the blob store until restart, and a full metadata disk stops
 // pebble. Deletes and vacuum are never refused; they need a little space to
 // free a lot, and the reserve is theirs.
+//
+// Invariant: free - pending is what the guard believes is left, where
+// pending counts every byte admitted (Reserve) to a write still running.
+// Admitted writes are thus counted twice while their bytes land (once in
+// pending, once as used space in the next statfs): the guard errs on the
+// side of refusing.
 type spaceGuard struct {
 	reserve int64
-	probes  []spaceProbe
+	probes  []*spaceProbe
 	log     *slog.Logger
+	epoch   time.Time // monotonic base of checked
 
-	mu      sync.Mutex   // serialises refreshes
-	checked atomic.Int64 // unix nanoseconds of the last refresh
+	mu      sync.Mutex   // serialises refreshes; guards probe.failing
+	checked atomic.Int64 // time of the last refresh, in nanoseconds since epoch
 	free    atomic.Int64 // least free bytes over the probes, at the last refresh
-	full    atomic.Bool  // last refresh found less than the reserve (for logging)
+	pending atomic.Int64 // bytes admitted to writes still running
+	full    atomic.Bool  // the last refresh found less than the reserve (for logging)
 }
 
 type spaceProbe struct {
-	dir  string
-	free func() (int64, error)
+	dir     string
+	free    func() (int64, error)
+	failing bool
 }
 
 // newSpaceGuard returns a guard over the disks that report their free space
@@ -48,26 +59,30 @@ func newSpaceGuard(opts Options, log *slog.Logger) *spaceGuard {
 	if opts.MinFreeBytes <= 0 {
 		return nil
 	}
-	g := &spaceGuard{reserve: opts.MinFreeBytes, log: log}
-	var probes []spaceProbe
+	g := &spaceGuard{reserve: opts.MinFreeBytes, log: log, epoch: time.Now()}
+	var probes []*spaceProbe
 	if r, ok := opts.FS.(vfs.SpaceReporter); ok {
 		dir := opts.DataDir
-		probes = append(probes, spaceProbe{dir, func() (int64, error) { return r.FreeSpace(dir) }})
+		probes = append(probes, &spaceProbe{dir: dir, free: func() (int64, error) { return r.FreeSpace(dir) }})
 	}
 	dir := opts.MetaDir
-	probes = append(probes, spaceProbe{dir, func() (int64, error) {
+	probes = append(probes, &spaceProbe{dir: dir, free: func() (int64, error) {
 		u, err := opts.MetaFS.GetDiskUsage(dir)
 		return int64(u.AvailBytes), err
 	}})
 	for _, p := range probes {
-		if _, err := p.free(); err == nil {
+		_, err := p.free()
+		switch {
+		case err == nil:
 			g.probes = append(g.probes, p)
+		case !errors.Is(err, pvfs.ErrUnsupported):
+			log.Warn("cannot read free disk space: the free-space reserve is not enforced there", "dir", p.dir, "err", err)
 		}
 	}
 	if len(g.probes) == 0 {
 		return nil
 	}
-	g.refresh(time.Now())
+	g.refresh()
 	return g
 }
 
@@ -77,36 +92,63 @@ func (g *spaceGuard) admit(size int64) error {
 	if g == nil {
 		return nil
 	}
-	if now := time.Now(); now.UnixNano()-g.checked.Load() > int64(spaceRefresh) {
-		g.refresh(now)
+	if time.Since(g.epoch).Nanoseconds()-g.checked.Load() > int64(spaceRefresh) {
+		g.refresh()
 	}
-	if free := g.free.Load(); free-max(size, 0) < g.reserve {
-		return fmt.Errorf("%w: %d bytes free, %d requested, reserve %d", ErrStorageFull, free, max(size, 0), g.reserve)
+	size = max(size, 0)
+	if left := g.free.Load() - g.pending.Load(); left-size < g.reserve {
+		return fmt.Errorf("%w: %d bytes free after writes in progress, %d requested, reserve %d",
+			ErrStorageFull, left, size, g.reserve)
 	}
 	return nil
 }
 
+// take admits size bytes and counts them as pending until release is
+// called (once, when the write has ended, stored or not).
+func (g *spaceGuard) take(size int64) (release func(), err error) {
+	if g == nil || size <= 0 {
+		return func() {}, g.admit(0)
+	}
+	if err := g.admit(size); err != nil {
+		return nil, err
+	}
+	g.pending.Add(size)
+	var once sync.Once
+	return func() { once.Do(func() { g.pending.Add(-size) }) }, nil
+}
+
 // refresh asks every disk for its free space. Concurrent callers skip it
-// while one runs and use the previous figure. A disk that cannot answer is
-// left out: the guard protects, it does not fail writes on its own errors.
-func (g *spaceGuard) refresh(now time.Time) {
+// while one runs and use the previous figure. A disk that cannot answer
+// keeps its last figure out of the minimum (logged when it starts and stops
+// failing); if none answers, the previous figure stays.
+func (g *spaceGuard) refresh() {
 	if !g.mu.TryLock() {
 		return
 	}
 	defer g.mu.Unlock()
-	least, lowDir := int64(1<<62), ""
+	least, lowDir, answered := int64(0), "", false
 	for _, p := range g.probes {
 		free, err := p.free()
 		if err != nil {
-			g.log.Warn("cannot read free disk space", "dir", p.dir, "err", err)
+			if !p.failing {
+				g.log.Warn("cannot read free disk space", "dir", p.dir, "err", err)
+			}
+			p.failing = true
 			continue
 		}
-		if free < least {
-			least, lowDir = free, p.dir
+		if p.failing {
+			g.log.Info("free disk space readable again", "dir", p.dir)
+			p.failing = false
+		}
+		if !answered || free < least {
+			least, lowDir, answered = free, p.dir, true
 		}
 	}
+	g.checked.Store(time.Since(g.epoch).Nanoseconds())
+	if !answered {
+		return
+	}
 	g.free.Store(least)
-	g.checked.Store(now.UnixNano())
 	full := least < g.reserve
 	if g.full.Swap(full) != full {
 		if full {
@@ -127,11 +169,13 @@ func (g *spaceGuard) freeBytes() int64 {
 	return g.free.Load()
 }
 
-// Admit returns ErrStorageFull when a write of size bytes (0 if unknown)
-// would cut into the free-space reserve. The S3 layer calls it with the
-// declared length before reading a body; PutObject and PutPart check it
+// Reserve admits a write of size bytes (0 or less if unknown) against the
+// free-space reserve, counting them as taken until release is called: the
+// S3 layer calls it with the declared length before reading a body, and
+// releases when the request ends. It returns ErrStorageFull when the write
+// would cut into the reserve. PutObject and PutPart check the reserve
 // again (size unknown) for every caller.
-func (s *Store) Admit(size int64) error { return s.space.admit(size) }
+func (s *Store) Reserve(size int64) (release func(), err error) { return s.space.take(size) }
 
 // FreeBytes reports the least free space over the data and metadata disks
 // as last measured, or -1 when no reserve is configured.

@@ -61,13 +61,17 @@ type Options struct {
 	// InlineMax is the largest object kept inside its metadata record
 	// instead of the segments: one durable write (the metadata WAL's)
 	// instead of two, and no segment space to vacuum later. 0 keeps every
-	// object in the segments.
+	// object in the segments; at most MaxInline.
 	InlineMax int64
 	// MinFreeBytes is the free-space reserve: uploads are refused with
 	// ErrStorageFull when they would leave less free on the data or the
 	// metadata disk (see spaceGuard). 0 disables the check.
 	MinFreeBytes int64
 }
+
+// MaxInline bounds Options.InlineMax: every PUT buffers up to InlineMax
+// bytes, and pebble is made for small values.
+const MaxInline = 1 << 20
 
 // ObjectCache caches small objects: the record and the whole payload,
 // keyed by bucket/key.
@@ -120,6 +124,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	if opts.VacuumThreshold <= 0 {
 		opts.VacuumThreshold = 0.5
+	}
+	if opts.InlineMax > MaxInline {
+		return nil, fmt.Errorf("objstore: inline maximum %d above %d", opts.InlineMax, MaxInline)
 	}
 	s := &Store{opts: opts, log: opts.Logger, seed: maphash.MakeSeed(), dead: map[uint64]int64{}, cache: opts.Cache}
 	s.closing, s.stopClosing = context.WithCancel(context.Background())

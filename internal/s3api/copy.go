@@ -137,9 +137,11 @@ func (s *Server) copyObject(rq *request) error {
 			return errInvalidRequest.withMessage("Checksum algorithm provided is unsupported.")
 		}
 	}
-	if err := s.store.Admit(srcObj.Size); err != nil {
+	release, err := s.store.Reserve(srcObj.Size)
+	if err != nil {
 		return err
 	}
+	defer release()
 	cr := checksum.NewReader(body, checksum.Expected{}, alg)
 	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
@@ -221,9 +223,11 @@ func (s *Server) uploadPartCopy(rq *request) error {
 	if length > maxPutSize {
 		return errEntityTooLarge
 	}
-	if err := s.store.Admit(length); err != nil {
+	release, err := s.store.Reserve(length)
+	if err != nil {
 		return err
 	}
+	defer release()
 	alg, _ := checksum.ParseAlgorithm(up.ChecksumAlgorithm)
 	cr := checksum.NewReader(body, checksum.Expected{}, alg)
 	part, err := s.store.PutPart(rq.Context(), rq.bucket, rq.key, uploadID, number, &uploadBody{src: cr, want: length}, func(p *meta.Part) error {

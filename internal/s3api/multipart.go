@@ -81,9 +81,11 @@ func (s *Server) uploadPart(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.checkUploadLength(rq); err != nil {
+	release, err := s.admitUpload(rq)
+	if err != nil {
 		return err
 	}
+	defer release()
 	uploadID := rq.query.Get("uploadId")
 	up, err := s.store.GetUpload(rq.bucket, rq.key, uploadID)
 	if err != nil {

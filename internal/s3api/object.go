@@ -18,19 +18,20 @@ var (
 	opDeleteObject = operation{name: "DeleteObject", perm: permWrite, handle: (*Server).deleteObject}
 )
 
-// checkUploadLength refuses an upload whose length is unknown (no
+// admitUpload refuses an upload whose length is unknown (no
 // Content-Length, and for aws-chunked bodies no x-amz-decoded-content-length)
 // or above the maximum object size, as S3 does: 411 MissingContentLength,
 // 400 EntityTooLarge; and one the disk has no room for (507
-// InsufficientStorage) before any of its body is read.
-func (s *Server) checkUploadLength(rq *request) error {
+// InsufficientStorage), before any of its body is read. The caller must
+// call release when the request ends.
+func (s *Server) admitUpload(rq *request) (release func(), err error) {
 	switch {
 	case rq.contentLength < 0:
-		return errMissingContentLength
+		return nil, errMissingContentLength
 	case rq.contentLength > maxPutSize:
-		return errEntityTooLarge
+		return nil, errEntityTooLarge
 	}
-	return s.store.Admit(rq.contentLength)
+	return s.store.Reserve(rq.contentLength)
 }
 
 // putObject stores the body in one pass: the s3auth body (signature,
@@ -38,9 +39,11 @@ func (s *Server) checkUploadLength(rq *request) error {
 // requested checksum, verification at EOF), which objstore streams into
 // segment records. Nothing is committed unless the body ended verified.
 func (s *Server) putObject(rq *request) error {
-	if err := s.checkUploadLength(rq); err != nil {
+	release, err := s.admitUpload(rq)
+	if err != nil {
 		return err
 	}
+	defer release()
 	obj, err := s.objectFromHeaders(rq)
 	if err != nil {
 		return err

@@ -113,6 +113,12 @@ func (s *Server) postObject(rq *request) error {
 	}
 	obj := &meta.Object{Owner: rq.accessKey, Tags: tags}
 	a.toObject(obj)
+	// The form's length bounds the file's (unknown until read).
+	release, err := s.store.Reserve(rq.contentLength)
+	if err != nil {
+		return err
+	}
+	defer release()
 	cr := checksum.NewReader(file, exp)
 	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,

@@ -102,7 +102,7 @@ func Settings() []Setting {
 		}},
 		{"direct-io", "true", "write segments with O_DIRECT where supported", boolean(func(c *Config) *bool { return &c.DirectIO })},
 		{"segment-size", "1GiB", "segment file size", size(func(c *Config) *int64 { return &c.SegmentSize })},
-		{"inline-max", "4KiB", "objects up to this size are kept in their metadata record (metadata disk), not in segments: one fsync per PUT instead of two (0 = none)", size(func(c *Config) *int64 { return &c.InlineMax })},
+		{"inline-max", "4KiB", "objects up to this size are kept in their metadata record (metadata disk), not in segments: one fsync per PUT instead of two (0 = none, at most 1MiB)", size(func(c *Config) *int64 { return &c.InlineMax })},
 		{"min-free-space", "1GiB", "free-space reserve of the data and metadata disks: uploads that would cut into it get 507 InsufficientStorage (0 = off)", size(func(c *Config) *int64 { return &c.MinFreeBytes })},
 		{"log-level", "info", "debug, info, warn, error", func(_ *Config, o *Output, v string) error { return o.LogLevel.UnmarshalText([]byte(v)) }},
 		{"log-format", "text", "text or json", func(_ *Config, o *Output, v string) error {

@@ -36,6 +36,9 @@ func killOptions(dir string) Options {
 		SegmentSize:     1 << 20,
 		ChunkSize:       64 << 10,
 		VacuumThreshold: 0.3,
+		// About one put in twelve (sizes up to 200 KiB) is kept inline,
+		// so acknowledged inline objects face the kills too.
+		InlineMax: 16 << 10,
 	}
 }
 

@@ -63,6 +63,10 @@ func (b *Batch) PutObject(o *Object) {
 		b.fail(fmt.Errorf("put object %q/%q: invalid bucket name", o.Bucket, o.Key))
 		return
 	}
+	if o.payloadOmitted {
+		b.fail(fmt.Errorf("put object %q/%q: the record was listed without its inline payload; write one read by GetObject", o.Bucket, o.Key))
+		return
+	}
 	b.set(objectKey(o.Bucket, o.Key), encodeObject(o))
 }
 

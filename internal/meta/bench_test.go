@@ -112,4 +112,30 @@ func BenchmarkListObjectsPage(b *testing.B) {
 			}
 		})
 	}
+	// Small objects kept inline (4 KiB payloads in their records): a page
+	// must not pay for copying the payloads.
+	const inline = 20_000
+	for start := 0; start < inline; start += 5_000 {
+		batch := db.NewBatch()
+		for i := start; i < start+5_000; i++ {
+			o := benchObject("small", i)
+			o.Size, o.Extents, o.Inline = 4096, nil, make([]byte, 4096)
+			batch.PutObject(o)
+		}
+		if err := batch.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		batch.Close()
+	}
+	for _, name := range []string{"inline-4KiB"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := db.ListObjects("small", ListOptions{StartAfter: benchKey(rng.IntN(inline - 1000)), MaxKeys: 1000})
+				if err != nil || len(res.Objects)+len(res.CommonPrefixes) == 0 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

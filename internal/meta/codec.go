@@ -162,6 +162,21 @@ func (d *decoder) bytes() []byte {
 	return b
 }
 
+// skipBytes steps over what bytes would return and reports its length, -1
+// for nil.
+func (d *decoder) skipBytes() int64 {
+	v := d.uvarint()
+	if v == 0 || d.err != nil {
+		return -1
+	}
+	if v-1 > uint64(len(d.buf)) {
+		d.fail("bytes length")
+		return -1
+	}
+	d.buf = d.buf[v-1:]
+	return int64(v - 1)
+}
+
 func (d *decoder) time() time.Time {
 	sec := d.varint()
 	nsec := d.uvarint()

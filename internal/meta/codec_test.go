@@ -67,7 +67,7 @@ var codecCases = []codecCase{
 		encode: func(v any) []byte { return encodeObject(v.(*Object)) },
 		decode: func(v any, data []byte) (any, error) {
 			o := v.(*Object)
-			return decodeObject(o.Bucket, o.Key, data)
+			return decodeObject(o.Bucket, o.Key, data, true)
 		},
 	},
 	{
@@ -167,7 +167,7 @@ func TestHugeCountRejectedWithoutAllocation(t *testing.T) {
 	e.time(time.Time{})
 	e.strs("", "", "", "", "", "")
 	e.uvarint(1 << 62)
-	if _, err := decodeObject("b", "k", e.buf); !errors.Is(err, ErrCorrupt) {
+	if _, err := decodeObject("b", "k", e.buf, true); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("err = %v, want ErrCorrupt", err)
 	}
 }
@@ -187,8 +187,43 @@ func TestInlineObjectFormat(t *testing.T) {
 	withExtents := inlineObject()
 	withExtents.Extents = []Extent{{1, 0, 40, 5}}
 	for name, o := range map[string]*Object{"size mismatch": short, "extents too": withExtents} {
-		if _, err := decodeObject(o.Bucket, o.Key, encodeObject(o)); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s: err = %v, want ErrCorrupt", name, err)
+		for _, payload := range []bool{true, false} {
+			if _, err := decodeObject(o.Bucket, o.Key, encodeObject(o), payload); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s (payload %v): err = %v, want ErrCorrupt", name, payload, err)
+			}
 		}
+	}
+}
+
+// Listings leave inline payloads out; a record so listed cannot be written
+// back, and the one GetObject returns carries the payload.
+func TestListingOmitsInlinePayload(t *testing.T) {
+	db := openMem(t)
+	o := inlineObject()
+	commit(t, db, func(b *Batch) {
+		b.PutBucket(&Bucket{Name: o.Bucket})
+		b.PutObject(o)
+	})
+	page, err := db.ListObjects(o.Bucket, ListOptions{MaxKeys: -1})
+	if err != nil || len(page.Objects) != 1 {
+		t.Fatalf("list: %+v %v", page, err)
+	}
+	listed := page.Objects[0]
+	if listed.Inline != nil || !listed.payloadOmitted || listed.Size != o.Size || listed.ETag != o.ETag {
+		t.Fatalf("listed %+v", listed)
+	}
+	var scanned *Object
+	if err := db.ScanObjects(o.Bucket, "", func(x *Object) error { scanned = x; return nil }); err != nil || scanned.Inline != nil {
+		t.Fatalf("scan: %+v %v", scanned, err)
+	}
+	b := db.NewBatch()
+	b.PutObject(listed)
+	if err := b.Commit(); err == nil {
+		t.Fatal("a listed record without its payload was written back")
+	}
+	b.Close()
+	got, err := db.GetObject(o.Bucket, o.Key)
+	if err != nil || !bytes.Equal(got.Inline, o.Inline) {
+		t.Fatalf("get after the refused write: %+v %v", got, err)
 	}
 }

@@ -185,7 +185,7 @@ func (db *DB) ListBuckets() ([]Bucket, error) {
 func (db *DB) GetObject(bucket, key string) (*Object, error) {
 	var o *Object
 	err := db.get(objectKey(bucket, key), func(v []byte) (err error) {
-		o, err = decodeObject(bucket, key, v)
+		o, err = decodeObject(bucket, key, v, true)
 		return err
 	})
 	if err != nil {

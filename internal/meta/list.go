@@ -103,7 +103,7 @@ func (db *DB) ListObjects(bucket string, o ListOptions) (*ListResult, error) {
 			_ = it.Close()
 			return nil, fmt.Errorf("list objects %q: %w", bucket, err)
 		}
-		obj, err := decodeObject(bucket, string(key), v)
+		obj, err := decodeObject(bucket, string(key), v, false)
 		if err != nil {
 			_ = it.Close()
 			return nil, fmt.Errorf("list objects: %w", err)
@@ -177,7 +177,7 @@ func (db *DB) ScanObjects(bucket, prefix string, fn func(*Object) error) error {
 		if bucket == "" && !bytes.HasPrefix(key, []byte(prefix)) {
 			return nil
 		}
-		o, err := decodeObject(string(b), string(key), v)
+		o, err := decodeObject(string(b), string(key), v, false)
 		if err != nil {
 			return err
 		}

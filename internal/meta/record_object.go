@@ -71,7 +71,9 @@ func encodeObject(o *Object) []byte {
 	return e.buf
 }
 
-func decodeObject(bucket, key string, value []byte) (*Object, error) {
+// decodeObject decodes an object record; without withPayload an inline
+// payload is checked for length but not copied (see Object.Inline).
+func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, error) {
 	d := decoder{buf: value}
 	format := d.version("object", objectFormat, objectFormatInline)
 	o := &Object{Bucket: bucket, Key: key}
@@ -96,8 +98,16 @@ func decodeObject(bucket, key string, value []byte) (*Object, error) {
 	o.Extents = d.extents()
 	o.Owner = d.str()
 	if format == objectFormatInline {
-		o.Inline = d.bytes()
-		if d.err == nil && (o.Inline == nil || int64(len(o.Inline)) != o.Size || len(o.Extents) != 0) {
+		n := int64(-1)
+		if withPayload {
+			if o.Inline = d.bytes(); o.Inline != nil {
+				n = int64(len(o.Inline))
+			}
+		} else {
+			n = d.skipBytes()
+			o.payloadOmitted = true
+		}
+		if d.err == nil && (n != o.Size || len(o.Extents) != 0) {
 			d.fail("inline payload")
 		}
 	}

@@ -76,8 +76,14 @@ type Object struct {
 	Owner   string
 	// Inline, if not nil, is the whole payload, kept in the record itself
 	// (a small object: one metadata write, no segment record); Extents is
-	// then empty.
+	// then empty. ListObjects and ScanObjects leave it out (payloadOmitted):
+	// listings need no payload, and copying every one of them made a page
+	// of small objects twice as slow.
 	Inline []byte
+
+	// payloadOmitted marks a record decoded without its inline payload. A
+	// Batch refuses to write such a record back: it would drop the data.
+	payloadOmitted bool
 }
 
 // Upload is a multipart upload in progress. Bucket, Key and UploadID come

@@ -68,6 +68,10 @@ type Store struct {
 	chunkPool sync.Pool // *[]byte of ChunkSize, for Append's payloads
 	readPool  sync.Pool // *[]byte of readBufSize, for Readers
 
+	// copyMu serialises CopyRecords' copying (not its wait for
+	// durability), so that one call's records are contiguous.
+	copyMu sync.Mutex
+
 	// mu is the segment mutex: it serialises copying records into the
 	// active segment's buffer, cuts and rollover. It is never held while
 	// reading from an appender's io.Reader.
@@ -246,11 +250,28 @@ func (s *Store) appendRecord(ctx context.Context, hdr, key, payload []byte) (Ext
 // covers a run of consecutive entries of recs. A record that fails
 // verification stops the copy with an error wrapping ErrCorrupt; the
 // extents copied so far are returned with it.
+//
+// Concurrent calls copy one after another (copyMu) and only wait for
+// durability together, so that each call's records land next to each
+// other (a vacuumed object keeps one extent per span instead of one per
+// record) while their fsyncs are still shared.
 func (s *Store) CopyRecords(ctx context.Context, recs []Record) ([]Extent, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
 	defer s.inflight.Done()
+	out, last, err := s.copyRecords(ctx, recs)
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	return out, s.waitDurable(ctx, last)
+}
+
+// copyRecords is CopyRecords without the wait for durability; it returns
+// the position the caller must wait for.
+func (s *Store) copyRecords(ctx context.Context, recs []Record) ([]Extent, position, error) {
+	s.copyMu.Lock()
+	defer s.copyMu.Unlock()
 	pins := map[uint64]vfs.File{}
 	defer func() {
 		for id := range pins {
@@ -266,29 +287,29 @@ func (s *Store) CopyRecords(ctx context.Context, recs []Record) ([]Extent, error
 	)
 	for i, rec := range recs {
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return out, last, err
 		}
 		f, ok := pins[rec.Extent.Segment]
 		if !ok {
 			var err error
 			if f, err = s.pin(rec.Extent.Segment); err != nil {
-				return out, fmt.Errorf("blob: copy record %d: %w", i, err)
+				return out, last, fmt.Errorf("blob: copy record %d: %w", i, err)
 			}
 			pins[rec.Extent.Segment] = f
 		}
 		want := headerSize + int64(len(rec.Owner.Key)) + rec.Extent.Size
 		if rec.Extent.Length != want || rec.Extent.Size < 0 || rec.Extent.Size > MaxChunkSize {
-			return out, fmt.Errorf("blob: copy record %d: extent %+v is not one record of key length %d", i, rec.Extent, len(rec.Owner.Key))
+			return out, last, fmt.Errorf("blob: copy record %d: extent %+v is not one record of key length %d", i, rec.Extent, len(rec.Owner.Key))
 		}
 		if err := s.ensureFlushed(rec.Extent.Segment, rec.Extent.Offset+rec.Extent.Length); err != nil {
-			return out, err
+			return out, last, err
 		}
 		if cap(buf) < int(want) {
 			buf = make([]byte, want)
 		}
 		buf = buf[:want]
 		if err := s.readAt(ctx, f, rec.Extent.Segment, buf, rec.Extent.Offset); err != nil {
-			return out, err
+			return out, last, err
 		}
 		d, _, err := decodeRecord(buf)
 		if err == nil && (string(d.key) != string(rec.Owner.Key) || d.header.version != rec.Owner.Version ||
@@ -297,14 +318,14 @@ func (s *Store) CopyRecords(ctx context.Context, recs []Record) ([]Extent, error
 		}
 		if err != nil {
 			s.stats.corrupt.Add(1)
-			return out, &CorruptError{Segment: rec.Extent.Segment, Offset: rec.Extent.Offset, Reason: err.Error()}
+			return out, last, &CorruptError{Segment: rec.Extent.Segment, Offset: rec.Extent.Offset, Reason: err.Error()}
 		}
 		// Same owner, chunk offset and payload: the record bytes are
 		// unchanged, header CRCs included.
 		keyEnd := headerSize + len(d.key)
 		ext, err := s.appendRecord(ctx, buf[:headerSize], buf[headerSize:keyEnd], buf[keyEnd:])
 		if err != nil {
-			return out, err
+			return out, last, err
 		}
 		s.stats.recordsCopied.Add(1)
 		contiguous := i > 0 && string(prevOwn.Key) == string(rec.Owner.Key) &&
@@ -317,10 +338,7 @@ func (s *Store) CopyRecords(ctx context.Context, recs []Record) ([]Extent, error
 		prevOwn, prevNext = rec.Owner, rec.ChunkOffset+rec.Extent.Size
 		last = position{ext.Segment, ext.Offset + ext.Length}
 	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return out, s.waitDurable(ctx, last)
+	return out, last, nil
 }
 
 // readAt reads exactly len(p) bytes at off, through the limiter. A short

@@ -209,7 +209,9 @@ func (s *Store) moveOwners(ctx context.Context, segment uint64, order []ownerID,
 				mu.Lock()
 				copied += n
 				complete = complete && ok
-				if err != nil && firstErr == nil {
+				// Keep the first error, but let a real one replace a
+				// cancellation that other movers saw because of it.
+				if err != nil && (firstErr == nil || isCancel(firstErr) && !isCancel(err)) {
 					firstErr = err
 					cancel()
 				}
@@ -217,20 +219,26 @@ func (s *Store) moveOwners(ctx context.Context, segment uint64, order []ownerID,
 			}
 		})
 	}
+	fed := 0
 feed:
 	for _, id := range order {
 		select {
 		case next <- id:
+			fed++
 		case <-ctx.Done():
 			break feed
 		}
 	}
 	close(next)
 	wg.Wait()
-	if firstErr == nil {
-		firstErr = ctx.Err() // the caller's cancellation, if that stopped the feed
+	if firstErr == nil && fed < len(order) {
+		firstErr = ctx.Err() // the caller's cancellation stopped the feed
 	}
 	return copied, complete, firstErr
+}
+
+func isCancel(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // referencer is a metadata record that references an owner's records: the

@@ -22,7 +22,11 @@
 //     3 significant digits); percentiles are of successful operations only,
 //     failures are counted by type (S3 error code, HTTP status, transport
 //     category). MB/s is 10^6 bytes per second of successful operations
-//     over the cell's wall time.
+//     over the cell's wall time. In the mixed test the rates count what
+//     completed within the hold: requests a saturated server finishes
+//     during the drain count in ops and latency, and the cell's note says
+//     how many there were, but not in ops/s or MB/s (else a server that
+//     finishes its backlog late would show the offered rate).
 //
 //   - In the mixed test latency counts from each request's scheduled start,
 //     so a stalled server or a late client cannot hide queueing (no

@@ -133,6 +133,13 @@ func TestOpenLoopIssuesOnScheduleDespiteStall(t *testing.T) {
 			t.Errorf("second %d: %+v, want %+v", i, res.Series[i], want[i])
 		}
 	}
+	// A mixed cell's rates count the hold only: the stalled request, done
+	// in the drain, counts in ops and latency but not in ops/s.
+	drained := holdRates(&cell, res.Series, time.Second)
+	if cell.OpsPerSec != 9 || cell.MBPerSec != 0.009 || drained != 1 || cell.Ops != 10 {
+		t.Errorf("hold rates %v ops/s %v MB/s, %d drained, %d ops; want 9, 0.009, 1, 10",
+			cell.OpsPerSec, cell.MBPerSec, drained, cell.Ops)
+	}
 }
 
 // approx reports whether got is want within the histogram's resolution.

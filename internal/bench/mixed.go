@@ -223,7 +223,7 @@ func (m *MixedRunner) runMultiple(ctx context.Context, cfg MixedConfig, mult flo
 func holdRates(c *Cell, series []SecondStats, hold time.Duration) (drained int64) {
 	var ops, bytes int64
 	for _, s := range series {
-		if float64(s.Second) < hold.Seconds() {
+		if s.Second < max(1, int(hold/time.Second)) { // whole seconds, as SaturationRule.Judge counts them
 			ops += s.Completed
 			bytes += s.Bytes
 		} else {

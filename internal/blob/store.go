@@ -69,7 +69,8 @@ type Store struct {
 	readPool  sync.Pool // *[]byte of readBufSize, for Readers
 
 	// copyMu serialises CopyRecords' copying (not its wait for
-	// durability), so that one call's records are contiguous.
+	// durability), so that concurrent copies do not interleave their
+	// records with each other (client appends and rollover still may).
 	copyMu sync.Mutex
 
 	// mu is the segment mutex: it serialises copying records into the
@@ -252,9 +253,10 @@ func (s *Store) appendRecord(ctx context.Context, hdr, key, payload []byte) (Ext
 // extents copied so far are returned with it.
 //
 // Concurrent calls copy one after another (copyMu) and only wait for
-// durability together, so that each call's records land next to each
-// other (a vacuumed object keeps one extent per span instead of one per
-// record) while their fsyncs are still shared.
+// durability together: their fsyncs are shared, and their records do not
+// interleave with each other's, so a vacuumed object keeps about one
+// extent per span rather than one per record. Client appends and segment
+// rollover may still fall between two records; extents then split there.
 func (s *Store) CopyRecords(ctx context.Context, recs []Record) ([]Extent, error) {
 	if err := s.begin(); err != nil {
 		return nil, err

@@ -127,5 +127,5 @@ func (osFS) FreeSpace(dir string) (int64, error) {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, &os.PathError{Op: "statfs", Path: dir, Err: err}
 	}
-	return int64(st.Bavail) * st.Bsize, nil
+	return int64(st.Bavail) * int64(st.Bsize), nil
 }

@@ -4,7 +4,7 @@ STATICCHECK   ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 TEST_TIMEOUT  ?= 20m
 
-.PHONY: all build run test fmt-check vet staticcheck unit tools bench clean
+.PHONY: all build run test fmt-check vet cross staticcheck unit tools bench clean
 
 all: build
 
@@ -15,7 +15,7 @@ run:
 	$(GO) run ./cmd/b3 server
 
 # test: everything CI checks, in order of cheapness.
-test: tools fmt-check vet staticcheck unit
+test: tools fmt-check vet cross staticcheck unit
 
 # tools installs what the tests need and the machine may lack.
 tools:
@@ -27,6 +27,13 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# cross: b3 builds where a word or a syscall field differs from amd64's
+# (32-bit, big-endian) and for the other common servers.
+cross:
+	GOOS=linux GOARCH=386 $(GO) build ./...
+	GOOS=linux GOARCH=arm64 $(GO) build ./...
+	GOOS=linux GOARCH=s390x $(GO) build ./...
 
 staticcheck:
 	@test -x $(GOBIN)/staticcheck || $(GO) install $(STATICCHECK)

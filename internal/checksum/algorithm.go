@@ -1,22 +1,28 @@
 package checksum
 
 import (
+	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
 	"fmt"
 	"hash"
 	"hash/crc32"
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/minio/crc64nvme"
+	"github.com/zeebo/xxh3"
 )
 
 // Algorithm is an S3 flexible-checksum algorithm. The zero value, None,
 // means "no checksum requested".
 type Algorithm uint8
 
-// The algorithms S3 supports for x-amz-checksum-*.
+// The algorithms S3 supports for x-amz-checksum-*. The xxHash family is
+// unseeded; its digests are the canonical big-endian bytes (XXHASH128:
+// high 64 bits first), as the AWS SDKs' checksum library writes them.
 const (
 	None Algorithm = iota
 	CRC32
@@ -24,10 +30,20 @@ const (
 	CRC64NVME
 	SHA1
 	SHA256
+	SHA512
+	MD5
+	XXHASH64  // XXH64
+	XXHASH3   // XXH3, 64-bit
+	XXHASH128 // XXH3, 128-bit
 )
 
-// Algorithms lists every algorithm except None, in S3's documentation order.
-var Algorithms = []Algorithm{CRC32, CRC32C, CRC64NVME, SHA1, SHA256}
+// Algorithms lists every algorithm except None, in the order of the S3
+// API model (the SDKs' ChecksumAlgorithm enumeration).
+var Algorithms = []Algorithm{CRC32, CRC32C, CRC64NVME, SHA1, SHA256, SHA512, MD5, XXHASH64, XXHASH3, XXHASH128}
+
+// Default is the checksum S3 stores with an object uploaded without one:
+// a FULL_OBJECT CRC64NVME, computed in the same pass as the ETag.
+const Default = CRC64NVME
 
 // Request and response header names of the checksum protocol.
 const (
@@ -55,6 +71,16 @@ func (a Algorithm) String() string {
 		return "SHA1"
 	case SHA256:
 		return "SHA256"
+	case SHA512:
+		return "SHA512"
+	case MD5:
+		return "MD5"
+	case XXHASH64:
+		return "XXHASH64"
+	case XXHASH3:
+		return "XXHASH3"
+	case XXHASH128:
+		return "XXHASH128"
 	}
 	return ""
 }
@@ -84,12 +110,18 @@ func (a Algorithm) Size() int {
 	switch a {
 	case CRC32, CRC32C:
 		return 4
-	case CRC64NVME:
+	case CRC64NVME, XXHASH64, XXHASH3:
 		return 8
 	case SHA1:
 		return sha1.Size
 	case SHA256:
 		return sha256.Size
+	case SHA512:
+		return sha512.Size
+	case MD5:
+		return md5.Size
+	case XXHASH128:
+		return 16
 	}
 	return 0
 }
@@ -112,6 +144,16 @@ func (a Algorithm) New() hash.Hash {
 		return sha1.New()
 	case SHA256:
 		return sha256.New()
+	case SHA512:
+		return sha512.New()
+	case MD5:
+		return md5.New()
+	case XXHASH64:
+		return xxhash.New()
+	case XXHASH3:
+		return xxh3.New()
+	case XXHASH128:
+		return xxh3.New128()
 	}
 	return nil
 }

@@ -23,6 +23,13 @@ func TestAlgorithmVectors(t *testing.T) {
 		{CRC32C, "", "00000000"},
 		{CRC64NVME, "", "0000000000000000"},
 		{SHA256, "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{SHA512, "123456789", "d9e6762dd1c8eaf6d61b3c6192fc408d4d6d5f1176d0c29169bc24e71c3f274ad27fcd5811b313d681f7e55ec02d73d499c95455b6b5bb503acf574fba8ffe85"},
+		{MD5, "123456789", "25f9e794323b453885f5181f1b624d0b"},
+		// xxHash's reference values for the empty input (seed 0), in the
+		// canonical big-endian form; XXH128 high half first.
+		{XXHASH64, "", "ef46db3751d8e999"},
+		{XXHASH3, "", "2d06800538d394c2"},
+		{XXHASH128, "", "99aa06d3014798d86001c324468d497f"},
 	}
 	for _, tt := range tests {
 		got := hex.EncodeToString(tt.alg.Sum([]byte(tt.input)))
@@ -65,7 +72,7 @@ func TestParseAlgorithm(t *testing.T) {
 			t.Errorf("%s.HeaderName() = %q, want %q", alg, alg.HeaderName(), want)
 		}
 	}
-	for _, name := range []string{"", "MD5", "crc", "CRC64"} {
+	for _, name := range []string{"", "MD4", "crc", "CRC64", "XXHASH32"} {
 		if _, ok := ParseAlgorithm(name); ok {
 			t.Errorf("ParseAlgorithm(%q) accepted", name)
 		}

@@ -3,6 +3,7 @@ package checksum
 import (
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Error is an S3 protocol error: the code and HTTP status S3 returns for it.
@@ -43,4 +44,23 @@ func errInvalidRequest(msg string) *Error {
 func errMalformedTrailer() *Error {
 	return &Error{Code: "MalformedTrailerError", Status: http.StatusBadRequest,
 		Message: "The request contained trailing data that was not well-formed or did not conform to our published schema."}
+}
+
+// errUnsupportedAlgorithm is S3's answer to an x-amz-checksum-algorithm
+// (or x-amz-sdk-checksum-algorithm) naming an algorithm it does not know.
+func errUnsupportedAlgorithm() *Error {
+	return errInvalidRequest("Checksum algorithm provided is unsupported. Please try again with any of the valid types: [" + algorithmList() + "]")
+}
+
+// ErrUnsupportedAlgorithm is errUnsupportedAlgorithm for the HTTP layer's
+// own header checks (CreateMultipartUpload, CopyObject).
+func ErrUnsupportedAlgorithm() error { return errUnsupportedAlgorithm() }
+
+// algorithmList names every supported algorithm: "CRC32, CRC32C, ...".
+func algorithmList() string {
+	names := make([]string, len(Algorithms))
+	for i, alg := range Algorithms {
+		names[i] = alg.String()
+	}
+	return strings.Join(names, ", ")
 }

@@ -1,12 +1,15 @@
 package checksum
 
 import (
+	"bytes"
 	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
+	"net/http"
 	"strconv"
+	"strings"
 )
 
 // Part is what a multipart completion needs to know of one part.
@@ -129,4 +132,81 @@ func xPow8nModP(poly uint64, width uint, n int64) uint64 {
 // crcCombine returns crc(A || B) from crc(A), crc(B) and len(B).
 func crcCombine(poly uint64, width uint, crcA, crcB uint64, lenB int64) uint64 {
 	return multModP(poly, width, xPow8nModP(poly, width, lenB), crcA) ^ crcB
+}
+
+// ObjectChecksum is what a CompleteMultipartUpload request declares about
+// the object it creates: x-amz-checksum-<alg> carries the checksum of the
+// whole object (not of the request's XML body), as "<base64>" or, for a
+// COMPOSITE checksum, "<base64>-N"; x-amz-checksum-type its type.
+type ObjectChecksum struct {
+	Checksum      // zero when the request declares no value
+	Parts    int  // the N of "<base64>-N"; 0 when the value has none
+	Type     Type // TypeUnset when the request declares none
+}
+
+// ParseObjectChecksum reads the declared object checksum of a
+// CompleteMultipartUpload request, refusing unknown algorithms and
+// malformed values with InvalidRequest.
+func ParseObjectChecksum(h http.Header) (ObjectChecksum, error) {
+	var oc ObjectChecksum
+	typ, err := ParseType(h.Get(HeaderType))
+	if err != nil {
+		return ObjectChecksum{}, err
+	}
+	oc.Type = typ
+	alg, value, err := valueHeader(h)
+	if err != nil || alg == None {
+		return oc, err
+	}
+	value = strings.TrimSpace(value)
+	if base, count, ok := strings.Cut(value, "-"); ok {
+		n, err := strconv.Atoi(count)
+		if err != nil || n < 1 {
+			return ObjectChecksum{}, errInvalidRequest(fmt.Sprintf("Value for %s header is invalid.", alg.HeaderName()))
+		}
+		value, oc.Parts = base, n
+	}
+	sum, err := alg.Decode(value)
+	if err != nil {
+		return ObjectChecksum{}, err
+	}
+	oc.Checksum = Checksum{Algorithm: alg, Sum: sum}
+	return oc, nil
+}
+
+// Verify compares the declaration with the object's checksum as computed
+// from its parts: algorithm alg (None if the object has none), type typ
+// and the stored value ("<base64>" or "<base64>-N"). A different
+// algorithm is InvalidRequest; a different type or value BadDigest, as S3
+// documents.
+func (oc ObjectChecksum) Verify(alg Algorithm, typ Type, value string) error {
+	if oc.Type != TypeUnset && oc.Type != typ {
+		return &Error{Code: "BadDigest", Status: http.StatusBadRequest,
+			Message: fmt.Sprintf("The upload was created using the %s checksum mode. The complete request must use the same checksum mode.", describeType(typ))}
+	}
+	if oc.IsZero() {
+		return nil
+	}
+	if oc.Algorithm != alg {
+		name := alg.String()
+		if alg == None {
+			name = "null"
+		}
+		return errInvalidRequest(fmt.Sprintf("The upload was created using the %s checksum algorithm. The complete request must use the same checksum algorithm.", name))
+	}
+	base, count, composite := strings.Cut(value, "-")
+	if oc.Parts != 0 && (!composite || strconv.Itoa(oc.Parts) != count) {
+		return errBadDigestChecksum(alg)
+	}
+	if stored, err := alg.Decode(base); err != nil || !bytes.Equal(stored, oc.Sum) {
+		return errBadDigestChecksum(alg)
+	}
+	return nil
+}
+
+func describeType(t Type) string {
+	if t == TypeUnset {
+		return "null"
+	}
+	return t.String()
 }

@@ -5,7 +5,9 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -94,5 +96,59 @@ func TestMultipartETag(t *testing.T) {
 	want := hex.EncodeToString(whole[:]) + "-" + strconv.Itoa(len(parts))
 	if got := MultipartETag(sums); got != want {
 		t.Fatalf("MultipartETag = %s, want %s", got, want)
+	}
+}
+
+// A CompleteMultipartUpload's x-amz-checksum-* header is the object's
+// checksum, with or without the "-N" suffix of a COMPOSITE value.
+func TestObjectChecksumVerify(t *testing.T) {
+	partSums := [][]byte{CRC32C.Sum([]byte("part one")), CRC32C.Sum([]byte("part two"))}
+	composite, err := CompositeChecksum(CRC32C, partSums)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := strings.TrimSuffix(composite, "-2")
+	full := Encode(CRC32C.Sum([]byte("part onepart two")))
+	other := Encode(CRC32C.Sum([]byte("other")))
+	tests := []struct {
+		name      string
+		header    http.Header
+		alg       Algorithm
+		typ       Type
+		stored    string
+		wantParse string
+		want      string
+	}{
+		{"none declared", hdr(), CRC32C, Composite, composite, "", ""},
+		{"none declared, object without checksum", hdr(), None, TypeUnset, "", "", ""},
+		{"composite without suffix", hdr("x-amz-checksum-crc32c", base), CRC32C, Composite, composite, "", ""},
+		{"composite with suffix", hdr("x-amz-checksum-crc32c", composite), CRC32C, Composite, composite, "", ""},
+		{"composite with type", hdr("x-amz-checksum-crc32c", base, "x-amz-checksum-type", "COMPOSITE"), CRC32C, Composite, composite, "", ""},
+		{"composite wrong value", hdr("x-amz-checksum-crc32c", other), CRC32C, Composite, composite, "", "BadDigest"},
+		{"composite wrong count", hdr("x-amz-checksum-crc32c", base+"-3"), CRC32C, Composite, composite, "", "BadDigest"},
+		{"full object", hdr("x-amz-checksum-crc32c", full, "x-amz-checksum-type", "FULL_OBJECT"), CRC32C, FullObject, full, "", ""},
+		{"full object with count", hdr("x-amz-checksum-crc32c", full+"-2"), CRC32C, FullObject, full, "", "BadDigest"},
+		{"type mismatch", hdr("x-amz-checksum-crc32c", full, "x-amz-checksum-type", "COMPOSITE"), CRC32C, FullObject, full, "", "BadDigest"},
+		{"algorithm mismatch", hdr("x-amz-checksum-sha256", Encode(SHA256.Sum(nil))), CRC32C, Composite, composite, "", "InvalidRequest"},
+		{"upload without checksum", hdr("x-amz-checksum-crc32c", base), None, TypeUnset, "", "", "InvalidRequest"},
+		{"default crc64nvme", hdr("x-amz-checksum-crc64nvme", Encode(CRC64NVME.Sum([]byte("x")))), CRC64NVME, FullObject, Encode(CRC64NVME.Sum([]byte("x"))), "", ""},
+		{"unknown algorithm", hdr("x-amz-checksum-crc16", base), CRC32C, Composite, composite, "InvalidRequest", ""},
+		{"malformed count", hdr("x-amz-checksum-crc32c", base+"-x"), CRC32C, Composite, composite, "InvalidRequest", ""},
+		{"malformed value", hdr("x-amz-checksum-crc32c", "AAAA"), CRC32C, Composite, composite, "InvalidRequest", ""},
+		{"malformed type", hdr("x-amz-checksum-type", "PARTIAL"), CRC32C, Composite, composite, "InvalidRequest", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			oc, err := ParseObjectChecksum(tt.header)
+			if code := codeOf(err); code != tt.wantParse {
+				t.Fatalf("ParseObjectChecksum: %q (%v), want %q", code, err, tt.wantParse)
+			}
+			if err != nil {
+				return
+			}
+			if code := codeOf(oc.Verify(tt.alg, tt.typ, tt.stored)); code != tt.want {
+				t.Fatalf("Verify: %q, want %q", code, tt.want)
+			}
+		})
 	}
 }

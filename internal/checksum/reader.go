@@ -5,9 +5,11 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // TrailerSource is implemented by body readers that carry trailing headers
@@ -17,8 +19,9 @@ type TrailerSource interface {
 	Trailer() http.Header
 }
 
-// maxHashes bounds the fan-out: MD5 plus every flexible algorithm.
-const maxHashes = 1 + 5
+// maxHashes bounds the fan-out: every flexible algorithm, MD5 among them
+// (the ETag's MD5 serves as the MD5 checksum too).
+const maxHashes = 10
 
 // Reader computes MD5 and the requested checksums of a body in one pass
 // and verifies the expected values at EOF. It is not safe for concurrent
@@ -27,7 +30,7 @@ type Reader struct {
 	src      io.Reader
 	expected Expected
 
-	// hashes[0] is always MD5; algs[i] names hashes[i] for i > 0.
+	// hashes[0] is always MD5; algs[i] names hashes[i].
 	hashes [maxHashes]hash.Hash
 	algs   [maxHashes]Algorithm
 	count  int
@@ -47,7 +50,7 @@ type Reader struct {
 // (TestManyConcurrentReaders).
 func NewReader(src io.Reader, expected Expected, also ...Algorithm) *Reader {
 	r := &Reader{src: src, expected: expected}
-	r.hashes[0] = md5.New()
+	r.hashes[0], r.algs[0] = md5.New(), MD5
 	r.count = 1
 	r.add(expected.Checksum.Algorithm)
 	for _, alg := range also {
@@ -66,7 +69,7 @@ func (r *Reader) add(alg Algorithm) {
 }
 
 func (r *Reader) index(alg Algorithm) int {
-	for i := 1; i < r.count; i++ {
+	for i := 0; i < r.count; i++ {
 		if r.algs[i] == alg {
 			return i
 		}
@@ -108,12 +111,17 @@ func (r *Reader) finish() error {
 		return errBadDigestMD5()
 	}
 	want := r.expected.Checksum
+	source, hasTrailer := r.src.(TrailerSource)
+	if hasTrailer {
+		if err := checkUndeclared(source.Trailer(), r.expected); err != nil {
+			return err
+		}
+	}
 	if want.Algorithm == None {
 		return io.EOF
 	}
 	if r.expected.FromTrailer {
-		source, ok := r.src.(TrailerSource)
-		if !ok {
+		if !hasTrailer {
 			return errMalformedTrailer()
 		}
 		value := source.Trailer().Get(want.Algorithm.HeaderName())
@@ -131,6 +139,22 @@ func (r *Reader) finish() error {
 		return errBadDigestChecksum(want.Algorithm)
 	}
 	return io.EOF
+}
+
+// checkUndeclared refuses a trailing x-amz-checksum-* header that
+// x-amz-trailer did not announce: nothing would compare it with the body,
+// and a client that sent it believes it was checked.
+func checkUndeclared(trailer http.Header, exp Expected) error {
+	for name := range trailer {
+		lower := strings.ToLower(name)
+		if !strings.HasPrefix(lower, HeaderPrefix) {
+			continue
+		}
+		if !exp.FromTrailer || lower != exp.Checksum.Algorithm.HeaderName() {
+			return errInvalidRequest(fmt.Sprintf("The trailing header %s was not declared in x-amz-trailer.", lower))
+		}
+	}
+	return nil
 }
 
 // Done reports whether the body was read to EOF and verified.
@@ -169,5 +193,16 @@ func (r *Reader) Checksum(alg Algorithm) (Checksum, bool) {
 // for (zero when none was asked or before Done).
 func (r *Reader) Requested() Checksum {
 	c, _ := r.Checksum(r.expected.Checksum.Algorithm)
+	return c
+}
+
+// Stored returns the checksum to keep with an object: the requested one,
+// else the Default algorithm's if the Reader computed it (the caller
+// passes Default among the extra algorithms); zero before Done.
+func (r *Reader) Stored() Checksum {
+	if c := r.Requested(); !c.IsZero() {
+		return c
+	}
+	c, _ := r.Checksum(Default)
 	return c
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/iotest"
@@ -51,6 +52,12 @@ type trailerBody struct {
 
 func (b *trailerBody) Trailer() http.Header { return b.trailer }
 
+type readerCase struct {
+	name                string
+	header, trailer     http.Header // trailer nil: plain body
+	wantParse, wantRead string      // S3 code from ParseHeaders, at EOF ("" = io.EOF)
+}
+
 func TestReaderVerifies(t *testing.T) {
 	body := []byte("The quick brown fox jumps over the lazy dog")
 	md5sum := md5.Sum(body)
@@ -59,13 +66,7 @@ func TestReaderVerifies(t *testing.T) {
 	goodSHA := Encode(SHA256.Sum(body))
 	badCRC := Encode(CRC32.Sum([]byte("other")))
 
-	tests := []struct {
-		name      string
-		header    http.Header
-		trailer   http.Header // nil: plain body
-		wantParse string      // S3 code from ParseHeaders
-		wantRead  string      // S3 code at EOF ("" = io.EOF)
-	}{
+	tests := []readerCase{
 		{"no expectations", hdr(), nil, "", ""},
 		{"good md5", hdr("Content-MD5", goodMD5), nil, "", ""},
 		{"bad md5", hdr("Content-MD5", Encode(make([]byte, 16))), nil, "", "BadDigest"},
@@ -86,6 +87,25 @@ func TestReaderVerifies(t *testing.T) {
 		{"trailer on plain body", hdr("x-amz-trailer", "x-amz-checksum-crc32"), nil, "", "MalformedTrailerError"},
 		{"trailer unsupported", hdr("x-amz-trailer", "x-amz-meta-foo"), nil, "InvalidRequest", ""},
 		{"trailer plus header", hdr("x-amz-trailer", "x-amz-checksum-crc32", "x-amz-checksum-crc32", goodCRC), nil, "InvalidRequest", ""},
+		// Headers naming an algorithm b3 does not compute are refused,
+		// never ignored: the client would believe its data was checked.
+		{"unknown checksum header", hdr("x-amz-checksum-crc16", goodCRC), nil, "InvalidRequest", ""},
+		{"unknown next to known", hdr("x-amz-checksum-crc32", goodCRC, "x-amz-checksum-blake3", goodSHA), nil, "InvalidRequest", ""},
+		{"empty checksum value", hdr("x-amz-checksum-crc32", ""), nil, "InvalidRequest", ""},
+		{"unknown algorithm header", hdr("x-amz-checksum-algorithm", "BLAKE3"), nil, "InvalidRequest", ""},
+		{"bad checksum type", hdr("x-amz-checksum-type", "PARTIAL"), nil, "InvalidRequest", ""},
+		{"checksum mode ignored", hdr("x-amz-checksum-mode", "ENABLED"), nil, "", ""},
+		{"known algorithm and type", hdr("x-amz-checksum-crc32", goodCRC, "x-amz-checksum-algorithm", "crc32", "x-amz-checksum-type", "FULL_OBJECT"), nil, "", ""},
+		{"trailer unknown algorithm", hdr("x-amz-trailer", "x-amz-checksum-crc16"), nil, "InvalidRequest", ""},
+		{"undeclared trailer", hdr(), hdr("x-amz-checksum-crc32", badCRC), "", "InvalidRequest"},
+		{"second trailer", hdr("x-amz-trailer", "x-amz-checksum-crc32"), hdr("x-amz-checksum-crc32", goodCRC, "x-amz-checksum-sha256", goodSHA), "", "InvalidRequest"},
+	}
+	for _, alg := range Algorithms {
+		header := strings.ToLower(alg.HeaderName())
+		tests = append(tests,
+			readerCase{"good " + alg.String(), hdr(header, Encode(alg.Sum(body))), nil, "", ""},
+			readerCase{"bad " + alg.String(), hdr(header, Encode(alg.Sum([]byte("other")))), nil, "", "BadDigest"},
+			readerCase{"trailer " + alg.String(), hdr("x-amz-trailer", header, "x-amz-sdk-checksum-algorithm", alg.String()), hdr(header, Encode(alg.Sum(body))), "", ""})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

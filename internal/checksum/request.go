@@ -3,6 +3,7 @@ package checksum
 import (
 	"crypto/md5"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -44,15 +45,11 @@ func ParseHeaders(h http.Header) (Expected, error) {
 		exp.ContentMD5 = sum
 	}
 
-	// At most one checksum value header, as S3 requires.
-	for _, alg := range Algorithms {
-		value := h.Get(alg.HeaderName())
-		if value == "" {
-			continue
-		}
-		if exp.Checksum.Algorithm != None {
-			return Expected{}, errInvalidRequest("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
-		}
+	alg, value, err := valueHeader(h)
+	if err != nil {
+		return Expected{}, err
+	}
+	if alg != None {
 		sum, err := alg.Decode(value)
 		if err != nil {
 			return Expected{}, err
@@ -89,6 +86,44 @@ func ParseHeaders(h http.Header) (Expected, error) {
 	return exp, nil
 }
 
+// valueHeader finds the x-amz-checksum-<alg> header carrying a checksum
+// value, and checks the other x-amz-checksum-* headers' form. A header
+// naming an algorithm b3 does not compute is InvalidRequest: accepting it
+// would tell the client its data was checked when it was not. At most one
+// value header is allowed, as S3 requires.
+func valueHeader(h http.Header) (Algorithm, string, error) {
+	found, value := None, ""
+	for name, values := range h {
+		suffix, ok := strings.CutPrefix(strings.ToLower(name), HeaderPrefix)
+		if !ok || len(values) == 0 {
+			continue
+		}
+		switch suffix {
+		case "mode": // GET and HEAD only; meaningless on a request body
+			continue
+		case "type":
+			if _, err := ParseType(values[0]); err != nil {
+				return None, "", err
+			}
+			continue
+		case "algorithm":
+			if _, ok := ParseAlgorithm(values[0]); !ok {
+				return None, "", errUnsupportedAlgorithm()
+			}
+			continue
+		}
+		alg, ok := ParseAlgorithm(suffix)
+		if !ok {
+			return None, "", errInvalidRequest(fmt.Sprintf("The %s header is not supported: b3 verifies %s.", strings.ToLower(name), algorithmList()))
+		}
+		if found != None {
+			return None, "", errInvalidRequest("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
+		}
+		found, value = alg, values[0]
+	}
+	return found, value, nil
+}
+
 // algorithmOfHeader maps "x-amz-checksum-crc32" (any case) to CRC32.
 func algorithmOfHeader(name string) (Algorithm, bool) {
 	lower := strings.ToLower(strings.TrimSpace(name))
@@ -101,14 +136,13 @@ func algorithmOfHeader(name string) (Algorithm, bool) {
 // FromHeaders returns the checksum given by an x-amz-checksum-<alg> header
 // in h (e.g. a response, a part listing or a trailer), or a zero Checksum.
 func FromHeaders(h http.Header) (Checksum, error) {
-	for _, alg := range Algorithms {
-		if value := h.Get(alg.HeaderName()); value != "" {
-			sum, err := alg.Decode(value)
-			if err != nil {
-				return Checksum{}, err
-			}
-			return Checksum{Algorithm: alg, Sum: sum}, nil
-		}
+	alg, value, err := valueHeader(h)
+	if err != nil || alg == None {
+		return Checksum{}, err
 	}
-	return Checksum{}, nil
+	sum, err := alg.Decode(value)
+	if err != nil {
+		return Checksum{}, err
+	}
+	return Checksum{Algorithm: alg, Sum: sum}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/b3-storage/b3/internal/meta"
@@ -69,8 +70,13 @@ func (s *Server) createBucket(rq *request) error {
 	}
 	// An empty constraint means us-east-1 on AWS; b3 takes it as "this
 	// server's region", so that clients configured for any region work.
+	// Other constraints must name the region or one of --regions.
+	region := s.cfg.Region
 	if c := conf.LocationConstraint; c != "" && c != s.cfg.Region {
-		return errInvalidLocation.withMessage("The specified location-constraint %q is not valid: this server is %q.", c, s.cfg.Region)
+		if !slices.Contains(s.cfg.Regions, c) {
+			return errInvalidLocation.withMessage("The specified location-constraint %q is not valid: this server answers for %s.", c, strings.Join(append([]string{s.cfg.Region}, s.cfg.Regions...), ", "))
+		}
+		region = c
 	}
 	acl, err := cannedACL(rq.Header.Get("x-amz-acl"))
 	if err != nil {
@@ -79,7 +85,7 @@ func (s *Server) createBucket(rq *request) error {
 	if hasGrantHeaders(rq.Header) {
 		return errNotImplemented.withMessage("Only canned ACLs are supported")
 	}
-	_, err = s.store.CreateBucket(&meta.Bucket{Name: rq.bucket, Owner: rq.accessKey, Region: s.cfg.Region, ACL: acl})
+	_, err = s.store.CreateBucket(&meta.Bucket{Name: rq.bucket, Owner: rq.accessKey, Region: region, ACL: acl})
 	var existing *meta.Bucket
 	if errors.Is(err, objstore.ErrBucketExists) {
 		existing, _ = s.store.GetBucket(rq.bucket)
@@ -96,7 +102,7 @@ func (s *Server) createBucket(rq *request) error {
 }
 
 func (s *Server) headBucket(rq *request) error {
-	rq.w.Header().Set("x-amz-bucket-region", s.cfg.Region)
+	rq.w.Header().Set("x-amz-bucket-region", s.bucketRegion(rq.bucketRec))
 	return writeEmpty(rq, http.StatusOK)
 }
 
@@ -116,14 +122,20 @@ type locationConstraint struct {
 // getBucketLocation answers "" for us-east-1, as AWS does (clients map
 // the empty constraint to us-east-1).
 func (s *Server) getBucketLocation(rq *request) error {
-	region := rq.bucketRec.Region
-	if region == "" {
-		region = s.cfg.Region
-	}
+	region := s.bucketRegion(rq.bucketRec)
 	if region == "us-east-1" {
 		region = ""
 	}
 	return writeXML(rq, locationConstraint{Xmlns: s3Namespace, Region: region})
+}
+
+// bucketRegion is the region a bucket was created in: its
+// LocationConstraint, or the server's region.
+func (s *Server) bucketRegion(b *meta.Bucket) string {
+	if b == nil || b.Region == "" {
+		return s.cfg.Region
+	}
+	return b.Region
 }
 
 type versioningConfiguration struct {

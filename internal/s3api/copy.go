@@ -68,16 +68,12 @@ func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int6
 }
 
 type copyObjectResult struct {
-	XMLName           xml.Name `xml:"CopyObjectResult"`
-	Xmlns             string   `xml:"xmlns,attr"`
-	LastModified      string
-	ETag              string
-	ChecksumCRC32     string `xml:",omitempty"`
-	ChecksumCRC32C    string `xml:",omitempty"`
-	ChecksumCRC64NVME string `xml:",omitempty"`
-	ChecksumSHA1      string `xml:",omitempty"`
-	ChecksumSHA256    string `xml:",omitempty"`
-	ChecksumType      string `xml:",omitempty"`
+	XMLName      xml.Name `xml:"CopyObjectResult"`
+	Xmlns        string   `xml:"xmlns,attr"`
+	LastModified string
+	ETag         string
+	Checksum     xmlChecksum
+	ChecksumType string `xml:",omitempty"`
 }
 
 // copyObject copies bytes: extents are never shared between objects (an
@@ -129,12 +125,15 @@ func (s *Server) copyObject(rq *request) error {
 	} else {
 		obj.Tags = srcObj.Tags
 	}
-	// Keep the source's checksum algorithm unless another is asked for.
-	alg, _ := checksum.ParseAlgorithm(srcObj.ChecksumAlgorithm)
+	// Keep the source's checksum algorithm unless another is asked for;
+	// a source without one gets the default.
+	alg, ok := checksum.ParseAlgorithm(srcObj.ChecksumAlgorithm)
+	if !ok {
+		alg = checksum.Default
+	}
 	if algName != "" {
-		var ok bool
 		if alg, ok = checksum.ParseAlgorithm(algName); !ok {
-			return errInvalidRequest.withMessage("Checksum algorithm provided is unsupported.")
+			return checksum.ErrUnsupportedAlgorithm()
 		}
 	}
 	release, err := s.store.Reserve(srcObj.Size)
@@ -159,45 +158,29 @@ func (s *Server) copyObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	res := copyObjectResult{Xmlns: s3Namespace, LastModified: isoTime(stored.Modified), ETag: quoteETag(stored.ETag)}
+	res := copyObjectResult{Xmlns: s3Namespace, LastModified: isoTime(stored.Modified), ETag: quoteETag(stored.ETag),
+		Checksum: xmlChecksum{alg, stored.Checksum}}
 	if stored.Checksum != "" {
-		setChecksumField(alg, stored.Checksum, &res.ChecksumCRC32, &res.ChecksumCRC32C, &res.ChecksumCRC64NVME, &res.ChecksumSHA1, &res.ChecksumSHA256)
 		res.ChecksumType = stored.ChecksumType
 	}
 	return writeXML(rq, res)
 }
 
-func setChecksumField(alg checksum.Algorithm, value string, crc32, crc32c, crc64, sha1, sha256 *string) {
-	switch alg {
-	case checksum.CRC32:
-		*crc32 = value
-	case checksum.CRC32C:
-		*crc32c = value
-	case checksum.CRC64NVME:
-		*crc64 = value
-	case checksum.SHA1:
-		*sha1 = value
-	case checksum.SHA256:
-		*sha256 = value
-	}
-}
-
 type copyPartResult struct {
-	XMLName           xml.Name `xml:"CopyPartResult"`
-	Xmlns             string   `xml:"xmlns,attr"`
-	LastModified      string
-	ETag              string
-	ChecksumCRC32     string `xml:",omitempty"`
-	ChecksumCRC32C    string `xml:",omitempty"`
-	ChecksumCRC64NVME string `xml:",omitempty"`
-	ChecksumSHA1      string `xml:",omitempty"`
-	ChecksumSHA256    string `xml:",omitempty"`
+	XMLName      xml.Name `xml:"CopyPartResult"`
+	Xmlns        string   `xml:"xmlns,attr"`
+	LastModified string
+	ETag         string
+	Checksum     xmlChecksum
 }
 
 // uploadPartCopy stores (a range of) an existing object as a part.
 func (s *Server) uploadPartCopy(rq *request) error {
 	number, err := parsePartNumber(rq)
 	if err != nil {
+		return err
+	}
+	if err := refuseEncryption(rq.Header); err != nil {
 		return err
 	}
 	uploadID := rq.query.Get("uploadId")
@@ -228,7 +211,7 @@ func (s *Server) uploadPartCopy(rq *request) error {
 		return err
 	}
 	defer release()
-	alg, _ := checksum.ParseAlgorithm(up.ChecksumAlgorithm)
+	alg := partAlgorithm(up)
 	cr := checksum.NewReader(body, checksum.Expected{}, alg)
 	part, err := s.store.PutPart(rq.Context(), rq.bucket, rq.key, uploadID, number, &uploadBody{src: cr, want: length}, func(p *meta.Part) error {
 		p.ETag = cr.ETag()
@@ -240,11 +223,8 @@ func (s *Server) uploadPartCopy(rq *request) error {
 	if err != nil {
 		return err
 	}
-	res := copyPartResult{Xmlns: s3Namespace, LastModified: isoTime(part.Modified), ETag: quoteETag(part.ETag)}
-	if part.Checksum != "" {
-		setChecksumField(alg, part.Checksum, &res.ChecksumCRC32, &res.ChecksumCRC32C, &res.ChecksumCRC64NVME, &res.ChecksumSHA1, &res.ChecksumSHA256)
-	}
-	return writeXML(rq, res)
+	return writeXML(rq, copyPartResult{Xmlns: s3Namespace, LastModified: isoTime(part.Modified), ETag: quoteETag(part.ETag),
+		Checksum: xmlChecksum{alg, part.Checksum}})
 }
 
 // parseCopyRange parses x-amz-copy-source-range: "bytes=first-last", both

@@ -38,7 +38,7 @@ func (s *Server) createUpload(rq *request) error {
 	if name := rq.Header.Get(checksum.HeaderAlgorithm); name != "" {
 		alg, ok := checksum.ParseAlgorithm(name)
 		if !ok {
-			return errInvalidRequest.withMessage("Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]")
+			return checksum.ErrUnsupportedAlgorithm()
 		}
 		typ, err := checksum.ParseType(rq.Header.Get(checksum.HeaderType))
 		if err != nil {
@@ -73,9 +73,18 @@ func parsePartNumber(rq *request) (int, error) {
 	return n, nil
 }
 
-// uploadPart stores one part, in one pass as putObject does. When the
-// upload was created with a checksum algorithm, that algorithm is
-// computed for the part too, so completion can combine the parts'.
+// partAlgorithm is the checksum every part of up gets: the upload's
+// algorithm, or the default CRC64NVME, so that completion can combine the
+// parts' values into the object's checksum.
+func partAlgorithm(up *meta.Upload) checksum.Algorithm {
+	if alg, ok := checksum.ParseAlgorithm(up.ChecksumAlgorithm); ok {
+		return alg
+	}
+	return checksum.Default
+}
+
+// uploadPart stores one part, in one pass as putObject does, computing
+// the upload's checksum algorithm (partAlgorithm) for it too.
 func (s *Server) uploadPart(rq *request) error {
 	number, err := parsePartNumber(rq)
 	if err != nil {
@@ -86,6 +95,9 @@ func (s *Server) uploadPart(rq *request) error {
 		return err
 	}
 	defer release()
+	if err := refuseEncryption(rq.Header); err != nil {
+		return err
+	}
 	uploadID := rq.query.Get("uploadId")
 	up, err := s.store.GetUpload(rq.bucket, rq.key, uploadID)
 	if err != nil {
@@ -99,16 +111,15 @@ func (s *Server) uploadPart(rq *request) error {
 	if uploadAlg != checksum.None && exp.Checksum.Algorithm != checksum.None && exp.Checksum.Algorithm != uploadAlg {
 		return errInvalidRequest.withMessage("Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum Type: %s", uploadAlg, exp.Checksum.Algorithm)
 	}
-	cr := checksum.NewReader(rq.body, exp, uploadAlg)
+	partAlg := partAlgorithm(up)
+	cr := checksum.NewReader(rq.body, exp, partAlg)
 	part, err := s.store.PutPart(rq.Context(), rq.bucket, rq.key, uploadID, number, &uploadBody{src: cr, want: rq.contentLength}, func(p *meta.Part) error {
 		if !cr.Done() {
 			return errIncompleteBody
 		}
 		p.ETag = cr.ETag()
-		if uploadAlg != checksum.None {
-			if c, ok := cr.Checksum(uploadAlg); ok {
-				p.Checksum = c.Base64()
-			}
+		if c, ok := cr.Checksum(partAlg); ok {
+			p.Checksum = c.Base64()
 		}
 		return nil
 	})
@@ -120,7 +131,7 @@ func (s *Server) uploadPart(rq *request) error {
 	if c := cr.Requested(); !c.IsZero() {
 		h.Set(c.Algorithm.HeaderName(), c.Base64())
 	} else if part.Checksum != "" {
-		h.Set(uploadAlg.HeaderName(), part.Checksum)
+		h.Set(partAlg.HeaderName(), part.Checksum)
 	}
 	return writeEmpty(rq, http.StatusOK)
 }
@@ -132,44 +143,30 @@ type completeMultipartUpload struct {
 }
 
 type completePart struct {
-	PartNumber        int
-	ETag              string
-	ChecksumCRC32     string
-	ChecksumCRC32C    string
-	ChecksumCRC64NVME string
-	ChecksumSHA1      string
-	ChecksumSHA256    string
+	PartNumber int
+	ETag       string
+	Other      []xmlElement `xml:",any"` // <ChecksumCRC32>, <ChecksumSHA512>, ...
 }
 
+// checksum returns the part's <Checksum{alg}> value ("" if absent).
 func (p completePart) checksum(alg checksum.Algorithm) string {
-	switch alg {
-	case checksum.CRC32:
-		return p.ChecksumCRC32
-	case checksum.CRC32C:
-		return p.ChecksumCRC32C
-	case checksum.CRC64NVME:
-		return p.ChecksumCRC64NVME
-	case checksum.SHA1:
-		return p.ChecksumSHA1
-	case checksum.SHA256:
-		return p.ChecksumSHA256
+	for _, e := range p.Other {
+		if e.XMLName.Local == "Checksum"+alg.String() {
+			return e.Value
+		}
 	}
 	return ""
 }
 
 type completeMultipartUploadResult struct {
-	XMLName           xml.Name `xml:"CompleteMultipartUploadResult"`
-	Xmlns             string   `xml:"xmlns,attr"`
-	Location          string
-	Bucket            string
-	Key               string
-	ETag              string
-	ChecksumCRC32     string `xml:",omitempty"`
-	ChecksumCRC32C    string `xml:",omitempty"`
-	ChecksumCRC64NVME string `xml:",omitempty"`
-	ChecksumSHA1      string `xml:",omitempty"`
-	ChecksumSHA256    string `xml:",omitempty"`
-	ChecksumType      string `xml:",omitempty"`
+	XMLName      xml.Name `xml:"CompleteMultipartUploadResult"`
+	Xmlns        string   `xml:"xmlns,attr"`
+	Location     string
+	Bucket       string
+	Key          string
+	ETag         string
+	Checksum     xmlChecksum
+	ChecksumType string `xml:",omitempty"`
 }
 
 // parseCompleteRequest decodes and checks the part list: non-empty,
@@ -195,8 +192,29 @@ func parseCompleteRequest(data []byte) (*completeMultipartUpload, error) {
 // completeUpload turns the listed parts into the object. objstore hands
 // the parts' extents to the object (no byte is copied); here the parts
 // are validated and the ETag and checksum computed from the parts'.
+//
+// The request's x-amz-checksum-<alg> header is the checksum of the whole
+// object (COMPOSITE or FULL_OBJECT, as the upload was created), not of the
+// XML body: it is compared with the checksum computed from the parts
+// before anything is committed. Only Content-MD5 covers the body.
 func (s *Server) completeUpload(rq *request) error {
-	data, err := readSmallBody(rq)
+	declared, err := checksum.ParseObjectChecksum(rq.Header)
+	if err != nil {
+		return err
+	}
+	var bodyDigest checksum.Expected
+	if v, ok := rq.Header[checksum.HeaderContentMD5]; ok && len(v) > 0 {
+		if bodyDigest.ContentMD5, err = checksum.ParseContentMD5(v[0]); err != nil {
+			return err
+		}
+	}
+	wantSize := int64(-1)
+	if v := rq.Header.Get("x-amz-mp-object-size"); v != "" {
+		if wantSize, err = strconv.ParseInt(v, 10, 64); err != nil || wantSize < 0 {
+			return errInvalidRequest.withMessage("Value for x-amz-mp-object-size header is invalid.")
+		}
+	}
+	data, err := readSmallBodyExpecting(rq, bodyDigest)
 	if err != nil {
 		return err
 	}
@@ -214,62 +232,17 @@ func (s *Server) completeUpload(rq *request) error {
 	}
 	var alg checksum.Algorithm
 	build := func(up *meta.Upload, parts []*meta.Part) (*meta.Object, error) {
-		alg, _ = checksum.ParseAlgorithm(up.ChecksumAlgorithm)
-		obj := &meta.Object{Owner: up.Owner, Tags: up.Tags}
-		attrsOfUpload(up).toObject(obj)
-		md5s := make([][]byte, len(parts))
-		var sums [][]byte
-		var crcParts []checksum.Part
-		for i, part := range parts {
-			want := req.Parts[i]
-			if part == nil || unquoteETag(want.ETag) != unquoteETag(part.ETag) {
-				return nil, errInvalidPart
-			}
-			if i < len(parts)-1 && part.Size < s.cfg.MinPartSize {
-				e := *errEntityTooSmall
-				e.Extra = []xmlElement{
-					{XMLName: xmlName("ProposedSize"), Value: strconv.FormatInt(part.Size, 10)},
-					{XMLName: xmlName("MinSizeAllowed"), Value: strconv.FormatInt(s.cfg.MinPartSize, 10)},
-					{XMLName: xmlName("PartNumber"), Value: strconv.Itoa(part.Number)},
-					{XMLName: xmlName("ETag"), Value: quoteETag(part.ETag)},
-				}
-				return nil, &e
-			}
-			sum, err := hex.DecodeString(unquoteETag(part.ETag))
-			if err != nil {
-				return nil, errInvalidPart
-			}
-			md5s[i] = sum
-			obj.Parts = append(obj.Parts, meta.PartSummary{Number: part.Number, Size: part.Size, ETag: part.ETag, Checksum: part.Checksum})
-			if alg == checksum.None {
-				continue
-			}
-			if given := want.checksum(alg); given != "" && given != part.Checksum {
-				return nil, errInvalidPart.withMessage("The checksum of part %d does not match the uploaded part.", part.Number)
-			}
-			raw, err := alg.Decode(part.Checksum)
-			if err != nil {
-				return nil, errInvalidPart.withMessage("Part %d was uploaded without its %s checksum.", part.Number, alg)
-			}
-			sums = append(sums, raw)
-			crcParts = append(crcParts, checksum.Part{Sum: raw, Size: part.Size})
+		obj, err := s.objectOfParts(up, parts, req.Parts)
+		if err != nil {
+			return nil, err
 		}
-		obj.ETag = checksum.MultipartETag(md5s)
-		if alg != checksum.None {
-			obj.ChecksumAlgorithm, obj.ChecksumType = up.ChecksumAlgorithm, up.ChecksumType
-			if up.ChecksumType == checksum.FullObject.String() {
-				full, err := checksum.CombineCRC(alg, crcParts)
-				if err != nil {
-					return nil, errInvalidRequest.withMessage("%v", err)
-				}
-				obj.Checksum = checksum.Encode(full)
-			} else {
-				composite, err := checksum.CompositeChecksum(alg, sums)
-				if err != nil {
-					return nil, errInvalidRequest.withMessage("%v", err)
-				}
-				obj.Checksum = composite
-			}
+		if wantSize >= 0 && wantSize != objectSize(parts) {
+			return nil, errInvalidRequest.withMessage("The provided 'x-amz-mp-object-size' header value %d does not match what was computed: %d", wantSize, objectSize(parts))
+		}
+		alg, _ = checksum.ParseAlgorithm(obj.ChecksumAlgorithm)
+		typ, _ := checksum.ParseType(obj.ChecksumType)
+		if err := declared.Verify(alg, typ, obj.Checksum); err != nil {
+			return nil, err
 		}
 		return obj, nil
 	}
@@ -277,12 +250,91 @@ func (s *Server) completeUpload(rq *request) error {
 	if err != nil {
 		return err
 	}
-	res := completeMultipartUploadResult{Xmlns: s3Namespace, Location: "/" + rq.bucket + "/" + rq.key, Bucket: rq.bucket, Key: rq.key, ETag: quoteETag(obj.ETag)}
-	if alg != checksum.None {
-		setChecksumField(alg, obj.Checksum, &res.ChecksumCRC32, &res.ChecksumCRC32C, &res.ChecksumCRC64NVME, &res.ChecksumSHA1, &res.ChecksumSHA256)
-		res.ChecksumType = obj.ChecksumType
-	}
+	res := completeMultipartUploadResult{Xmlns: s3Namespace, Location: "/" + rq.bucket + "/" + rq.key, Bucket: rq.bucket, Key: rq.key, ETag: quoteETag(obj.ETag),
+		Checksum: xmlChecksum{alg, obj.Checksum}, ChecksumType: obj.ChecksumType}
 	return writeXML(rq, res)
+}
+
+func objectSize(parts []*meta.Part) int64 {
+	var n int64
+	for _, p := range parts {
+		n += p.Size
+	}
+	return n
+}
+
+// objectOfParts builds the object record of a completed upload from its
+// parts (in request order; nil where a listed part does not exist) and
+// the request's part list: ETag, part table and checksum. An upload made
+// without a checksum algorithm gets the default FULL_OBJECT CRC64NVME,
+// combined from its parts' (absent if a part predates default checksums).
+func (s *Server) objectOfParts(up *meta.Upload, parts []*meta.Part, listed []completePart) (*meta.Object, error) {
+	uploadAlg, _ := checksum.ParseAlgorithm(up.ChecksumAlgorithm)
+	partAlg := partAlgorithm(up)
+	obj := &meta.Object{Owner: up.Owner, Tags: up.Tags}
+	attrsOfUpload(up).toObject(obj)
+	md5s := make([][]byte, len(parts))
+	var sums [][]byte
+	var crcParts []checksum.Part
+	for i, part := range parts {
+		want := listed[i]
+		if part == nil || unquoteETag(want.ETag) != unquoteETag(part.ETag) {
+			return nil, errInvalidPart
+		}
+		if i < len(parts)-1 && part.Size < s.cfg.MinPartSize {
+			e := *errEntityTooSmall
+			e.Extra = []xmlElement{
+				{XMLName: xmlName("ProposedSize"), Value: strconv.FormatInt(part.Size, 10)},
+				{XMLName: xmlName("MinSizeAllowed"), Value: strconv.FormatInt(s.cfg.MinPartSize, 10)},
+				{XMLName: xmlName("PartNumber"), Value: strconv.Itoa(part.Number)},
+				{XMLName: xmlName("ETag"), Value: quoteETag(part.ETag)},
+			}
+			return nil, &e
+		}
+		sum, err := hex.DecodeString(unquoteETag(part.ETag))
+		if err != nil {
+			return nil, errInvalidPart
+		}
+		md5s[i] = sum
+		obj.Parts = append(obj.Parts, meta.PartSummary{Number: part.Number, Size: part.Size, ETag: part.ETag, Checksum: part.Checksum})
+		if given := want.checksum(partAlg); given != "" && given != part.Checksum {
+			return nil, errInvalidPart.withMessage("The checksum of part %d does not match the uploaded part.", part.Number)
+		}
+		raw, err := partAlg.Decode(part.Checksum)
+		switch {
+		case err == nil:
+			sums = append(sums, raw)
+			crcParts = append(crcParts, checksum.Part{Sum: raw, Size: part.Size})
+		case uploadAlg != checksum.None:
+			return nil, errInvalidPart.withMessage("Part %d was uploaded without its %s checksum.", part.Number, uploadAlg)
+		}
+		// else: a part stored before default checksums; the object gets none
+	}
+	obj.ETag = checksum.MultipartETag(md5s)
+	typ := up.ChecksumType
+	if uploadAlg == checksum.None {
+		typ = checksum.FullObject.String()
+	}
+	switch {
+	case uploadAlg == checksum.None && len(crcParts) < len(parts):
+		// no checksum
+	case typ == checksum.FullObject.String():
+		full, err := checksum.CombineCRC(partAlg, crcParts)
+		if err != nil {
+			return nil, errInvalidRequest.withMessage("%v", err)
+		}
+		obj.Checksum = checksum.Encode(full)
+	default:
+		composite, err := checksum.CompositeChecksum(partAlg, sums)
+		if err != nil {
+			return nil, errInvalidRequest.withMessage("%v", err)
+		}
+		obj.Checksum = composite
+	}
+	if obj.Checksum != "" {
+		obj.ChecksumAlgorithm, obj.ChecksumType = partAlg.String(), typ
+	}
+	return obj, nil
 }
 
 func (s *Server) abortUpload(rq *request) error {
@@ -311,15 +363,11 @@ type listPartsResult struct {
 }
 
 type xmlPart struct {
-	PartNumber        int
-	LastModified      string
-	ETag              string
-	Size              int64
-	ChecksumCRC32     string `xml:",omitempty"`
-	ChecksumCRC32C    string `xml:",omitempty"`
-	ChecksumCRC64NVME string `xml:",omitempty"`
-	ChecksumSHA1      string `xml:",omitempty"`
-	ChecksumSHA256    string `xml:",omitempty"`
+	PartNumber   int
+	LastModified string
+	ETag         string
+	Size         int64
+	Checksum     xmlChecksum
 }
 
 func (s *Server) listParts(rq *request) error {
@@ -351,14 +399,13 @@ func (s *Server) listParts(rq *request) error {
 			return err
 		}
 	}
-	alg, _ := checksum.ParseAlgorithm(up.ChecksumAlgorithm)
+	alg := partAlgorithm(up)
 	res := listPartsResult{Xmlns: s3Namespace, Bucket: rq.bucket, Key: rq.key, UploadID: uploadID, PartNumberMarker: marker,
 		MaxParts: maxParts, IsTruncated: truncated, Initiator: s.owner(up.Owner), Owner: s.owner(up.Owner), StorageClass: "STANDARD",
 		ChecksumAlgorithm: up.ChecksumAlgorithm, ChecksumType: up.ChecksumType, Parts: []xmlPart{}}
 	for _, p := range parts {
-		x := xmlPart{PartNumber: p.Number, LastModified: isoTime(p.Modified), ETag: quoteETag(p.ETag), Size: p.Size}
-		setChecksumField(alg, p.Checksum, &x.ChecksumCRC32, &x.ChecksumCRC32C, &x.ChecksumCRC64NVME, &x.ChecksumSHA1, &x.ChecksumSHA256)
-		res.Parts = append(res.Parts, x)
+		res.Parts = append(res.Parts, xmlPart{PartNumber: p.Number, LastModified: isoTime(p.Modified), ETag: quoteETag(p.ETag), Size: p.Size,
+			Checksum: xmlChecksum{alg, p.Checksum}})
 		res.NextPartNumberMarker = p.Number
 	}
 	return writeXML(rq, res)

@@ -38,7 +38,13 @@ func (s *Server) admitUpload(rq *request) (release func(), err error) {
 // aws-chunked framing) feeds the checksum reader (MD5 for the ETag, the
 // requested checksum, verification at EOF), which objstore streams into
 // segment records. Nothing is committed unless the body ended verified.
+//
+// An upload without a checksum gets the default one (a FULL_OBJECT
+// CRC64NVME), computed in the same pass, as S3 does.
 func (s *Server) putObject(rq *request) error {
+	if err := refuseEncryption(rq.Header); err != nil {
+		return err
+	}
 	release, err := s.admitUpload(rq)
 	if err != nil {
 		return err
@@ -56,7 +62,7 @@ func (s *Server) putObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	cr := checksum.NewReader(rq.body, exp)
+	cr := checksum.NewReader(rq.body, exp, checksum.Default)
 	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
 		Body:   &uploadBody{src: cr, want: rq.contentLength},
@@ -66,7 +72,7 @@ func (s *Server) putObject(rq *request) error {
 				return errIncompleteBody
 			}
 			o.ETag = cr.ETag()
-			if c := cr.Requested(); !c.IsZero() {
+			if c := cr.Stored(); !c.IsZero() {
 				o.ChecksumAlgorithm, o.Checksum, o.ChecksumType = c.Algorithm.String(), c.Base64(), checksum.FullObject.String()
 			}
 			return nil
@@ -99,8 +105,8 @@ func (s *Server) objectFromHeaders(rq *request) (*meta.Object, error) {
 	if _, err := cannedObjectACL(rq.Header.Get("x-amz-acl")); err != nil {
 		return nil, err
 	}
-	if v := rq.Header.Get("x-amz-server-side-encryption-customer-algorithm"); v != "" {
-		return nil, errNotImplemented.withMessage("Server-side encryption with customer keys is not supported")
+	if err := refuseEncryption(rq.Header); err != nil {
+		return nil, err
 	}
 	obj := &meta.Object{Tags: tags, Owner: rq.accessKey}
 	a.toObject(obj)

@@ -33,6 +33,11 @@ type Config struct {
 	// Region the server answers for (GetBucketLocation, SigV4 scope).
 	// Default "us-east-1".
 	Region string
+	// Regions are further region names the server answers for: accepted
+	// as a bucket's LocationConstraint (GetBucketLocation then reports it)
+	// and in a SigV4 credential scope, so that clients configured for
+	// another region work unchanged.
+	Regions []string
 	// Domains are the base domains of virtual-host-style requests: a
 	// request to "photos.s3.example.com" with domain "s3.example.com"
 	// addresses bucket "photos". Requests to other hosts are path-style.
@@ -85,7 +90,7 @@ func New(store *objstore.Store, cfg Config) *Server {
 	if s.users == nil {
 		s.users = NewUserDirectory(cfg.Users)
 	}
-	s.verifier = &s3auth.Verifier{Credentials: s.users, Region: cfg.Region, Domains: cfg.Domains, Now: cfg.Now}
+	s.verifier = &s3auth.Verifier{Credentials: s.users, Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Now: cfg.Now}
 	var seed [4]byte
 	_, _ = rand.Read(seed[:])
 	s.idPrefix = strings.ToUpper(hex.EncodeToString(seed[:]))

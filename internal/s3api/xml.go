@@ -44,12 +44,18 @@ func readXML(rq *request, v any, allowEmpty bool) (bool, error) {
 // readSmallBody reads a configuration-sized body whole, verifying its
 // declared digests.
 func readSmallBody(rq *request) ([]byte, error) {
-	if rq.contentLength > maxXMLBody {
-		return nil, errEntityTooLarge.withMessage("The request document exceeds %d bytes", maxXMLBody)
-	}
 	exp, err := checksum.ParseHeaders(rq.Header)
 	if err != nil {
 		return nil, err
+	}
+	return readSmallBodyExpecting(rq, exp)
+}
+
+// readSmallBodyExpecting reads a configuration-sized body whole, verifying
+// the digests in exp.
+func readSmallBodyExpecting(rq *request, exp checksum.Expected) ([]byte, error) {
+	if rq.contentLength > maxXMLBody {
+		return nil, errEntityTooLarge.withMessage("The request document exceeds %d bytes", maxXMLBody)
 	}
 	var src io.Reader = rq.Request.Body
 	if rq.body != nil {
@@ -68,6 +74,21 @@ func readSmallBody(rq *request) ([]byte, error) {
 		return nil, errors.New("request body not verified")
 	}
 	return data, nil
+}
+
+// xmlChecksum renders a checksum as the element S3 names after its
+// algorithm (<ChecksumCRC32C>, <ChecksumXXHASH3>, ...); nothing when the
+// value is empty.
+type xmlChecksum struct {
+	alg   checksum.Algorithm
+	value string
+}
+
+func (c xmlChecksum) MarshalXML(e *xml.Encoder, _ xml.StartElement) error {
+	if c.alg == checksum.None || c.value == "" {
+		return nil
+	}
+	return e.EncodeElement(c.value, xml.StartElement{Name: xmlName("Checksum" + c.alg.String())})
 }
 
 func xmlName(local string) xml.Name { return xml.Name{Local: local} }

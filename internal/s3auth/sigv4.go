@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,7 +66,7 @@ func (v *Verifier) checkScope(c credentialScope, wrap func(string) *Error) error
 	if c.terminal != v4Terminal {
 		return wrap(fmt.Sprintf("incorrect terminal %q. This endpoint uses %q.", c.terminal, v4Terminal))
 	}
-	if v.Region != "" && c.region != v.Region {
+	if v.Region != "" && c.region != v.Region && !slices.Contains(v.Regions, c.region) {
 		e := wrap(fmt.Sprintf("the region '%s' is wrong; expecting '%s'", c.region, v.Region))
 		e.Region = v.Region
 		return e

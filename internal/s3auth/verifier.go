@@ -36,6 +36,8 @@ type Verifier struct {
 	// fail with AuthorizationHeaderMalformed naming this one. Empty accepts
 	// any region.
 	Region string
+	// Regions are further regions accepted in a credential scope.
+	Regions []string
 	// Domains are the virtual-host base domains (e.g. "s3.example.com"):
 	// SigV2 needs the bucket of "bucket.s3.example.com" in its canonical
 	// resource. SigV4 does not care.

@@ -36,6 +36,7 @@ type Config struct {
 	AccessKey, SecretKey string
 	Users                []s3api.User // additional users
 	Region               string       // default us-east-1
+	Regions              []string     // further regions accepted (LocationConstraint, SigV4 scope)
 	Domains              []string     // virtual-host-style base domains
 	Sync                 blob.SyncPolicy
 	DirectIO             bool
@@ -165,7 +166,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 				"duration", info.Duration, "access_key", info.AccessKey, "remote", info.Remote)
 		}
 	}
-	api := s3api.New(store, s3api.Config{Region: cfg.Region, Domains: cfg.Domains, Directory: users.dir,
+	api := s3api.New(store, s3api.Config{Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Directory: users.dir,
 		Logger: cfg.Logger, Observe: observe})
 
 	var ready atomic.Bool

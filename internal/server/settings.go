@@ -73,6 +73,22 @@ func Settings() []Setting {
 			return err
 		}
 	}
+	// list parses a comma-separated list (a YAML sequence arrives joined
+	// with commas), optionally lower-cased.
+	list := func(dst func(*Config) *[]string, lower bool) func(*Config, *Output, string) error {
+		return func(c *Config, _ *Output, v string) error {
+			*dst(c) = nil
+			for item := range strings.SplitSeq(v, ",") {
+				if item = strings.TrimSpace(item); item != "" {
+					if lower {
+						item = strings.ToLower(item)
+					}
+					*dst(c) = append(*dst(c), item)
+				}
+			}
+			return nil
+		}
+	}
 	return []Setting{
 		{"address", "127.0.0.1:9000", "S3 listen address", str(func(c *Config) *string { return &c.Address })},
 		{"data", "data", "data root: meta/, segments/, credentials.json, users.json, admin-token", str(func(c *Config) *string { return &c.Root })},
@@ -86,15 +102,8 @@ func Settings() []Setting {
 			return err
 		}},
 		{"region", "us-east-1", "region", str(func(c *Config) *string { return &c.Region })},
-		{"domain", "", "base domain(s) of virtual-host-style requests, comma separated", func(c *Config, _ *Output, v string) error {
-			c.Domains = nil
-			for d := range strings.SplitSeq(v, ",") {
-				if d = strings.TrimSpace(d); d != "" {
-					c.Domains = append(c.Domains, strings.ToLower(d))
-				}
-			}
-			return nil
-		}},
+		{"regions", "", "further region names accepted as a bucket's LocationConstraint and in request signatures, comma separated (clients configured for another region work unchanged)", list(func(c *Config) *[]string { return &c.Regions }, false)},
+		{"domain", "", "base domain(s) of virtual-host-style requests, comma separated", list(func(c *Config) *[]string { return &c.Domains }, true)},
 		{"fsync", "batch", "durability: batch (group commit), always, none (benchmarks only)", func(c *Config, _ *Output, v string) error {
 			p, err := blob.ParseSyncPolicy(v)
 			c.Sync = p
@@ -187,6 +196,14 @@ func LoadSettings(args []string, getenv func(string) (string, bool), usage io.Wr
 		for k, v := range doc {
 			if _, known := values[k]; !known {
 				return Config{}, Output{}, fmt.Errorf("config file %s: unknown setting %q", configPath, k)
+			}
+			if seq, ok := v.([]any); ok {
+				items := make([]string, len(seq))
+				for i, item := range seq {
+					items[i] = fmt.Sprint(item)
+				}
+				values[k] = strings.Join(items, ",")
+				continue
 			}
 			values[k] = fmt.Sprint(v)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
@@ -88,4 +89,38 @@ func TestValidBucketName(t *testing.T) {
 			t.Errorf("validBucketName(%q) = %v, want %v", name, got, want)
 		}
 	}
+}
+
+// TestRegions: with --regions, a client configured for one of the listed
+// regions signs for it and creates buckets there; other regions are
+// refused as before.
+func TestRegions(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Regions = []string{"eu-west-1", "eu-central-1"} })
+	ctx := context.Background()
+	clientIn := func(region string) *s3.Client {
+		return s3.New(s3.Options{Region: region, BaseEndpoint: aws.String(e.ts.URL), UsePathStyle: true, RetryMaxAttempts: 1, HTTPClient: e.ts.Client(),
+			Credentials: credentials.NewStaticCredentialsProvider(rootUser.AccessKey, rootUser.SecretKey, "")})
+	}
+	eu := clientIn("eu-west-1")
+	if _, err := eu.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("in-eu"),
+		CreateBucketConfiguration: &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraintEuWest1}}); err != nil {
+		t.Fatal(err)
+	}
+	loc, err := eu.GetBucketLocation(ctx, &s3.GetBucketLocationInput{Bucket: aws.String("in-eu")})
+	if err != nil || loc.LocationConstraint != types.BucketLocationConstraintEuWest1 {
+		t.Fatalf("location %q, %v", loc.LocationConstraint, err)
+	}
+	head, err := e.root().HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("in-eu")})
+	if err != nil || aws.ToString(head.BucketRegion) != "eu-west-1" {
+		t.Fatalf("head bucket region %q, %v", aws.ToString(head.BucketRegion), err)
+	}
+	// The server's own region and no constraint still work.
+	if _, err := e.root().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("home")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = eu.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("in-asia"),
+		CreateBucketConfiguration: &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraintApSouth1}})
+	wantCode(t, err, "InvalidLocationConstraint")
+	_, err = clientIn("ap-south-1").ListBuckets(ctx, &s3.ListBucketsInput{})
+	wantCode(t, err, "AuthorizationHeaderMalformed")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,41 @@ func TestSettingsPrecedence(t *testing.T) {
 	for _, bad := range [][]string{{"--fsync", "sometimes"}, {"--cache-policy", "arc"}, {"--vacuum-interval", "-1s"}, {"--write-limit", "lots"}} {
 		if _, _, err := LoadSettings(bad, func(string) (string, bool) { return "", false }, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// TestRegionsSetting: --regions, B3_REGIONS and a YAML list or string.
+func TestRegionsSetting(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "b3.yaml")
+	none := func(string) (string, bool) { return "", false }
+	for _, tc := range []struct {
+		yaml string
+		env  map[string]string
+		args []string
+		want []string
+	}{
+		{"regions: [eu-west-1, eu-central-1]\n", nil, nil, []string{"eu-west-1", "eu-central-1"}},
+		{"regions:\n  - eu-west-1\n", nil, nil, []string{"eu-west-1"}},
+		{"regions: eu-west-1, us-west-2\n", nil, nil, []string{"eu-west-1", "us-west-2"}},
+		{"", map[string]string{"B3_REGIONS": "ap-south-1,"}, nil, []string{"ap-south-1"}},
+		{"regions: [eu-west-1]\n", nil, []string{"--regions", " us-west-2 , eu-north-1"}, []string{"us-west-2", "eu-north-1"}},
+		{"", nil, nil, nil},
+	} {
+		os.WriteFile(file, []byte(tc.yaml), 0o644)
+		getenv := func(k string) (string, bool) {
+			if k == "B3_CONFIG" {
+				return file, true
+			}
+			v, ok := tc.env[k]
+			return v, ok
+		}
+		if tc.env == nil && tc.yaml == "" {
+			getenv = none
+		}
+		cfg, _, err := LoadSettings(tc.args, getenv, &bytes.Buffer{})
+		if err != nil || !slices.Equal(cfg.Regions, tc.want) {
+			t.Errorf("%q %v %v: regions %q (%v), want %q", tc.yaml, tc.env, tc.args, cfg.Regions, err, tc.want)
 		}
 	}
 }

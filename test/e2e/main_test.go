@@ -453,7 +453,13 @@ func runTool(t testing.TB, name string, args ...string) string {
 // runToolErr runs a tool and returns stdout, stderr and the exit error.
 func runToolErr(t testing.TB, name string, args ...string) (string, string, error) {
 	t.Helper()
-	path := tool(t, name)
+	return runPathErr(t, name, tool(t, name), args...)
+}
+
+// runPathErr runs the program at path (called name in logs) and returns
+// stdout, stderr and the exit error.
+func runPathErr(t testing.TB, name, path string, args ...string) (string, string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)

@@ -40,3 +40,25 @@ func BenchmarkPutGet(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPut measures single-part PUTs from a client that sends no
+// checksum (the SDK with when_required), so the server computes the ETag's
+// MD5 and the default CRC64NVME: the cost of default checksums shows
+// against a build without them (docs/PERFORMANCE.md).
+func BenchmarkPut(b *testing.B) {
+	for _, size := range []int{1 << 20, 64 << 20} {
+		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
+			e := newEnvTB(b)
+			c := e.client(rootUser, aws.RequestChecksumCalculationWhenRequired)
+			e.mustCreateBucket("bench")
+			body := randomBytes(size, 1)
+			ctx := context.Background()
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bench"), Key: aws.String("k"), Body: bytes.NewReader(body)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -16,7 +16,8 @@
 //	             public-read-write); missing bucket: NoSuchBucket
 //	handle       the operation; uploads stream
 //	               client -> s3auth body -> checksum.Reader (MD5 + the
-//	               requested checksum, one pass) -> objstore -> segments
+//	               requested checksum, or the default CRC64NVME, one
+//	               pass) -> objstore -> segments
 //	             and nothing is committed unless the body ended verified.
 //
 // # Guarantees
@@ -32,7 +33,14 @@
 //   - A failure after a response started (a broken segment mid-GET) aborts
 //     the connection, so a client never takes a short body for an object.
 //
+//   - A checksum the request declares but b3 cannot verify (unknown
+//     algorithm, undeclared trailer) is refused, never ignored; and a
+//     CompleteMultipartUpload's x-amz-checksum-* header is checked against
+//     the object's checksum combined from its parts.
+//
 // What it does not do: object versioning (buckets report unversioned),
 // object-level ACLs (accepted, not stored: the bucket's ACL decides),
-// bucket policies, SSE, and the sub-resources listed in route.go.
+// bucket policies, server-side encryption (requests for it answer
+// NotImplemented: encryption.go), and the sub-resources listed in
+// route.go.
 package s3api

@@ -32,7 +32,6 @@
 //     in memory. Request documents (XML) are bounded (4 MiB).
 //   - A failure after a response started (a broken segment mid-GET) aborts
 //     the connection, so a client never takes a short body for an object.
-//
 //   - A checksum the request declares but b3 cannot verify (unknown
 //     algorithm, undeclared trailer) is refused, never ignored; and a
 //     CompleteMultipartUpload's x-amz-checksum-* header is checked against

@@ -231,10 +231,13 @@ func (s *Server) writeError(rq *request, err error) {
 	var authErr *s3auth.Error
 	if errors.As(err, &authErr) {
 		doc.Region = authErr.Region
+		if authErr.HeadersNotSigned != "" {
+			doc.Extra = append(doc.Extra, xmlElement{XMLName: xmlName("HeadersNotSigned"), Value: authErr.HeadersNotSigned})
+		}
 	}
 	var ae *APIError
 	if errors.As(err, &ae) {
-		doc.Extra = ae.Extra
+		doc.Extra = append(doc.Extra, ae.Extra...)
 	}
 	switch doc.Code {
 	case "NoSuchBucket", "BucketNotEmpty", "BucketAlreadyExists", "BucketAlreadyOwnedByYou":

@@ -1,0 +1,106 @@
+package s3api
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// TestUnsignedAmzHeadersRefused: an x-amz-* header outside the signature
+// is refused before it can change the operation. With it accepted, a
+// presigned PutObject plus x-amz-copy-source copied a private object into
+// the presigned key (readable by the URL's holder), a presigned UploadPart
+// became UploadPartCopy, and a header-signed PUT replayed with the header
+// added did the same.
+func TestUnsignedAmzHeadersRefused(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.mustCreateBucket("private")
+	e.mustPut("private", "secret", []byte("private data"))
+	e.mustCreateBucket("drop")
+	presigner := s3.NewPresignClient(e.root(), func(o *s3.PresignOptions) { o.Expires = time.Minute })
+	wantNotSigned := func(t *testing.T, req *http.Request, header string) {
+		t.Helper()
+		resp, body := e.do(req)
+		wantXMLError(t, resp, body, http.StatusForbidden, "AccessDenied")
+		if !strings.Contains(body, "<HeadersNotSigned>"+header+"</HeadersNotSigned>") ||
+			!strings.Contains(body, "There were headers present in the request which were not signed") {
+			t.Fatalf("want %s named as not signed: %s", header, body)
+		}
+	}
+
+	t.Run("presigned PutObject", func(t *testing.T) {
+		put, err := presigner.PresignPutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("drop"), Key: aws.String("k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("PUT", put.URL, nil)
+		req.Header.Set("x-amz-copy-source", "/private/secret")
+		wantNotSigned(t, req, "x-amz-copy-source")
+		e.assertAbsent("drop", "k")
+
+		req, _ = http.NewRequest("PUT", put.URL, strings.NewReader("body"))
+		req.Header.Set("x-amz-meta-note", "added")
+		wantNotSigned(t, req, "x-amz-meta-note")
+		e.assertAbsent("drop", "k")
+
+		// The URL as signed still works, with x-amz-content-sha256 (which
+		// a presigned URL carries in its query) sent as a header too.
+		req, _ = http.NewRequest("PUT", put.URL, strings.NewReader("body"))
+		req.Header.Set("x-amz-content-sha256", "UNSIGNED-PAYLOAD")
+		if resp, body := e.do(req); resp.StatusCode != http.StatusOK {
+			t.Fatalf("presigned PUT as signed: %d %s", resp.StatusCode, body)
+		}
+		if got := string(e.mustGet("drop", "k")); got != "body" {
+			t.Fatalf("stored %q", got)
+		}
+	})
+
+	t.Run("presigned UploadPart", func(t *testing.T) {
+		up, err := e.root().CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("drop"), Key: aws.String("mp")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		part, err := presigner.PresignUploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("drop"), Key: aws.String("mp"),
+			UploadId: up.UploadId, PartNumber: aws.Int32(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("PUT", part.URL, nil)
+		req.Header.Set("X-Amz-Copy-Source", "private/secret")
+		req.Header.Set("X-Amz-Copy-Source-Range", "bytes=0-6")
+		wantNotSigned(t, req, "x-amz-copy-source, x-amz-copy-source-range")
+		parts, err := e.root().ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("drop"), Key: aws.String("mp"), UploadId: up.UploadId})
+		if err != nil || len(parts.Parts) != 0 {
+			t.Fatalf("parts after the refused copy: %+v %v", parts, err)
+		}
+	})
+
+	t.Run("header-signed replay", func(t *testing.T) {
+		signed := e.signedRequest(rootUser, "PUT", "/drop/replayed", []byte("mine"), "", nil)
+		replay := func(extra map[string]string) *http.Request {
+			req, _ := http.NewRequest("PUT", signed.URL.String(), bytes.NewReader([]byte("mine")))
+			for k, v := range signed.Header {
+				req.Header[k] = v
+			}
+			for k, v := range extra {
+				req.Header.Set(k, v)
+			}
+			return req
+		}
+		wantNotSigned(t, replay(map[string]string{"x-amz-copy-source": "/private/secret"}), "x-amz-copy-source")
+		e.assertAbsent("drop", "replayed")
+		if resp, body := e.do(replay(nil)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("signed PUT as signed: %d %s", resp.StatusCode, body)
+		}
+		if got := string(e.mustGet("drop", "replayed")); got != "mine" {
+			t.Fatalf("stored %q", got)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
@@ -43,6 +44,9 @@ type Config struct {
 	// MinPartSize is the smallest part but the last of a multipart upload
 	// (default 5 MiB, as AWS). Tests may lower it.
 	MinPartSize int64
+	// MaxObjectSize is the largest single PUT, part or POST file (default
+	// 5 GiB, as AWS). Tests may lower it.
+	MaxObjectSize int64
 	// Now returns the current time (default time.Now); the verifier uses it
 	// for request skew and presign expiry.
 	Now    func() time.Time
@@ -74,6 +78,9 @@ func New(store *objstore.Store, cfg Config) *Server {
 	}
 	if cfg.MinPartSize <= 0 {
 		cfg.MinPartSize = defaultMinPart
+	}
+	if cfg.MaxObjectSize <= 0 {
+		cfg.MaxObjectSize = maxPutSize
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -262,12 +269,23 @@ func (s *Server) writeError(rq *request, err error) {
 		rq.w.WriteHeader(status)
 		return
 	}
-	body, _ := xml.Marshal(doc)
+	body := marshalErrorDoc(doc)
 	h.Set("Content-Type", "application/xml")
 	h.Set("Content-Length", fmt.Sprint(len(xml.Header)+len(body)))
 	rq.w.WriteHeader(status)
 	_, _ = io.WriteString(rq.w, xml.Header)
 	_, _ = rq.w.Write(body)
+}
+
+// marshalErrorDoc renders the error document with quotes and apostrophes
+// as themselves, as S3 does: encoding/xml writes them as &#34; and &#39;,
+// which clients that show the raw message (browsers answering a POST form,
+// regex-based parsers) print as is. The document has no attributes, so
+// quotes need no escaping anywhere in it.
+func marshalErrorDoc(doc errorResponse) []byte {
+	body, _ := xml.Marshal(doc)
+	body = bytes.ReplaceAll(body, []byte("&#34;"), []byte(`"`))
+	return bytes.ReplaceAll(body, []byte("&#39;"), []byte("'"))
 }
 
 func messageOf(e s3Error) string {

@@ -99,19 +99,35 @@ func FuzzChunkedDecoder(f *testing.F) {
 }
 
 func FuzzPostPolicy(f *testing.F) {
-	f.Add(`{"expiration":"2013-05-25T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key",""],["content-length-range",1,10]]}`)
-	f.Add(`{"expiration":1,"conditions":{}}`)
-	f.Add(`{"conditions":[[],[1,2,3],["eq"],{"a":1}]}`)
-	f.Add(`[]`)
-	f.Fuzz(func(t *testing.T, document string) {
+	f.Add(`{"expiration":"2013-05-25T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key",""],["content-length-range",1,10]]}`, "")
+	f.Add(`{"expiration":1,"conditions":{}}`, "")
+	f.Add(`{"conditions":[[],[1,2,3],["eq"],{"a":1}]}`, "")
+	f.Add(`[]`, "")
+	// A second field whose name differs from one of the form's only in
+	// case: refused whatever the policy says.
+	f.Add(`{"expiration":"2099-01-01T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key",""]]}`, "KEY")
+	f.Add(`{"expiration":"2099-01-01T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key",""]]}`, "Policy")
+	f.Add(`{"expiration":"2099-01-01T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key",""],["eq","$content-type","image/png"]]}`, "Signature")
+	f.Add(`{"expiration":"2099-01-01T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key",""]]}`, "awsaccesskeyid")
+	f.Fuzz(func(t *testing.T, document, second string) {
 		policy := base64.StdEncoding.EncodeToString([]byte(document))
 		form := map[string]string{"key": "k", "policy": policy, "AWSAccessKeyId": exampleAccessKey,
 			"signature": base64.StdEncoding.EncodeToString(postV2Signature(exampleSecret, policy))}
+		duplicate := false
+		if _, exact := form[second]; second != "" && !exact {
+			for name := range form {
+				duplicate = duplicate || strings.EqualFold(name, second)
+			}
+			form[second] = "other"
+		}
 		_, err := newVerifier(exampleTime).VerifyPostPolicy("b", form, "f")
 		if err != nil {
 			if _, ok := err.(*Error); !ok {
 				t.Fatalf("untyped error %T: %v", err, err)
 			}
+		}
+		if duplicate && codeOf(err) != "InvalidArgument" {
+			t.Fatalf("field %q given twice: %v", second, err)
 		}
 		_, _, _, _ = parsePostPolicy(document) // raw, not base64: must not panic either
 	})

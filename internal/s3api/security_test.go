@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // TestUnsignedAmzHeadersRefused: an x-amz-* header outside the signature
@@ -103,4 +104,56 @@ func TestUnsignedAmzHeadersRefused(t *testing.T) {
 			t.Fatalf("stored %q", got)
 		}
 	})
+}
+
+// TestCanonicalUserIDs: listings and ACLs name owners by an opaque
+// canonical id, never the access key id, and object ACLs are readable
+// only with READ_ACP (the bucket's or the object's owner): an anonymous
+// reader of a public-read bucket learned the root access key id from
+// GET ?acl or a V1 listing.
+func TestCanonicalUserIDs(t *testing.T) {
+	// The id is a fixed function of the access key: stable across
+	// restarts and versions.
+	const rootID = "c9d89f86fcdf533283e4074b64064dade5d9d246cb25290cbc34a62b0e76c71c"
+	if got := CanonicalID(rootUser.AccessKey); got != rootID {
+		t.Fatalf("CanonicalID changed: %s", got)
+	}
+	e := newEnv(t)
+	ctx := context.Background()
+	e.mustCreatePublicBucket("public", types.BucketCannedACLPublicRead)
+	e.mustPut("public", "k", []byte("public data"))
+
+	anonymous := func(target string) (*http.Response, string) {
+		req, _ := http.NewRequest("GET", e.ts.URL+target, nil)
+		return e.do(req)
+	}
+	resp, body := anonymous("/public/k")
+	if resp.StatusCode != http.StatusOK || body != "public data" {
+		t.Fatalf("anonymous read of a public-read object: %d %s", resp.StatusCode, body)
+	}
+	for _, target := range []string{"/public/k?acl", "/public?acl"} {
+		resp, body := anonymous(target)
+		wantXMLError(t, resp, body, http.StatusForbidden, "AccessDenied")
+	}
+	resp, body = anonymous("/public?list-type=2&fetch-owner=true")
+	resp1, body1 := anonymous("/public")
+	for i, r := range []*http.Response{resp, resp1} {
+		text := []string{body, body1}[i]
+		if r.StatusCode != http.StatusOK || !strings.Contains(text, "<ID>"+rootID+"</ID>") || strings.Contains(text, rootUser.AccessKey) {
+			t.Fatalf("anonymous listing: %d %s", r.StatusCode, text)
+		}
+	}
+
+	// Another user has no READ_ACP either; the owner reads the ACL, with
+	// the same id ListBuckets gives.
+	_, err := e.client(otherUser, aws.RequestChecksumCalculationWhenSupported).GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: aws.String("public"), Key: aws.String("k")})
+	wantCode(t, err, "AccessDenied")
+	acl, err := e.root().GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: aws.String("public"), Key: aws.String("k")})
+	if err != nil || aws.ToString(acl.Owner.ID) != rootID || len(acl.Grants) == 0 || aws.ToString(acl.Grants[0].Grantee.ID) != rootID {
+		t.Fatalf("owner's GetObjectAcl: %+v %v", acl, err)
+	}
+	buckets, err := e.root().ListBuckets(ctx, &s3.ListBucketsInput{})
+	if err != nil || aws.ToString(buckets.Owner.ID) != rootID {
+		t.Fatalf("ListBuckets owner: %+v %v", buckets, err)
+	}
 }

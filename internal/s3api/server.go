@@ -182,7 +182,7 @@ func (s *Server) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.log.Error("panic serving request", "request_id", rq.id, "method", r.Method, "url", r.URL.String(), "panic", v, "stack", string(debug.Stack()))
+			s.log.Error("panic serving request", "request_id", rq.id, "method", r.Method, "url", redactedURL(r.URL), "panic", v, "stack", string(debug.Stack()))
 			s.writeError(rq, fmt.Errorf("panic: %v", v))
 		}
 	}()
@@ -215,7 +215,7 @@ func (s *Server) serve(rq *request) error {
 func (s *Server) writeError(rq *request, err error) {
 	e, known := toAPIError(err)
 	if !known {
-		s.log.Error("internal error", "request_id", rq.id, "method", rq.Method, "url", rq.URL.String(), "err", err)
+		s.log.Error("internal error", "request_id", rq.id, "method", rq.Method, "url", redactedURL(rq.URL), "err", err)
 	}
 	if rq.w.status != 0 {
 		if known {

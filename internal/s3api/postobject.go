@@ -189,9 +189,10 @@ func readPostForm(rq *request) (map[string]string, *multipart.Part, error) {
 	}
 }
 
-// postFile bounds a POST's file as it streams: the read that would pass
-// max returns tooLarge without its bytes, so they never reach the store,
-// and every byte is covered by free-space reserved before it is read.
+// postFile bounds a POST's file as it streams: a read that passes max
+// returns tooLarge, and one the free-space reserve has no room for returns
+// that error, in both cases without its bytes, so they never reach the
+// store.
 type postFile struct {
 	src      io.Reader
 	max      int64
@@ -208,15 +209,15 @@ func (f *postFile) Read(p []byte) (int, error) {
 	if room := f.max + 1 - f.got; int64(len(p)) > room {
 		p = p[:room]
 	}
-	if err := f.space.take(int64(len(p))); err != nil {
-		return 0, err
-	}
 	n, err := f.src.Read(p)
 	f.got += int64(n)
-	f.space.use(int64(n))
 	if f.got > f.max {
 		return 0, f.tooLarge
 	}
+	if serr := f.space.take(int64(n)); serr != nil {
+		return 0, serr
+	}
+	f.space.use(int64(n))
 	return n, err
 }
 

@@ -67,6 +67,26 @@ func TestUnsignedAmzHeadersRefused(t *testing.T) {
 		}
 	})
 
+	// x-amz-* headers the SDK signs into a presigned URL (metadata,
+	// tagging, checksums) are sent as signed, and accepted.
+	t.Run("presigned PutObject with signed headers", func(t *testing.T) {
+		put, err := presigner.PresignPutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("drop"), Key: aws.String("meta"),
+			Metadata: map[string]string{"note": "signed"}, Tagging: aws.String("a=b"), ContentType: aws.String("text/plain"),
+			ChecksumCRC32: aws.String("26gLsg==")}) // CRC32 of "body"
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("PUT", put.URL, strings.NewReader("body"))
+		req.Header = put.SignedHeader.Clone()
+		if resp, body := e.do(req); resp.StatusCode != http.StatusOK {
+			t.Fatalf("presigned PUT with signed x-amz headers %v: %d %s", put.SignedHeader, resp.StatusCode, body)
+		}
+		head, err := e.store.HeadObject("drop", "meta")
+		if err != nil || head.ContentType != "text/plain" || head.Tags["a"] != "b" {
+			t.Fatalf("stored: %+v %v", head, err)
+		}
+	})
+
 	t.Run("presigned UploadPart", func(t *testing.T) {
 		up, err := e.root().CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("drop"), Key: aws.String("mp")})
 		if err != nil {

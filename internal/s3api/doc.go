@@ -31,6 +31,13 @@
 //     in memory. Request documents (XML) are bounded (4 MiB).
 //   - A failure after a response started (a broken segment mid-GET) aborts
 //     the connection, so a client never takes a short body for an object.
+//   - Owners appear in documents by canonical id (CanonicalID), never by
+//     access key id; object ACLs are read and written only by the bucket's
+//     or the object's owner (READ_ACP/WRITE_ACP).
+//   - POST form fields are case-insensitive and unique; the file is bounded
+//     by content-length-range, Config.MaxObjectSize and the free-space
+//     reserve as it streams, before its bytes reach objstore.
+//   - URLs in logs have presigned signatures redacted (redactedURL).
 //
 // What it does not do: object versioning (buckets report unversioned),
 // object-level ACLs (accepted, not stored: the bucket's ACL decides),

@@ -1,10 +1,10 @@
 package s3api
 
 import (
+	"bufio"
 	"encoding/xml"
 	"errors"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -46,7 +46,7 @@ func (s *Server) postObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	policy, err := s.verifier.VerifyPostPolicy(rq.bucket, fields, file.FileName())
+	policy, err := s.verifier.VerifyPostPolicy(rq.bucket, fields, file.name)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *Server) postObject(rq *request) error {
 	}
 	obj := &meta.Object{Owner: rq.accessKey, Tags: tags}
 	a.toObject(obj)
-	limited := &postFile{src: file, max: s.cfg.MaxObjectSize, tooLarge: errEntityTooLarge}
+	limited := &postFile{src: file.body, max: s.cfg.MaxObjectSize, tooLarge: errEntityTooLarge}
 	if policy.MaxLength >= 0 && policy.MaxLength < limited.max {
 		limited.max, limited.tooLarge = policy.MaxLength, policy.CheckLength(policy.MaxLength+1)
 	}
@@ -151,10 +151,19 @@ func (s *Server) postObject(rq *request) error {
 	return writeEmpty(rq, http.StatusNoContent)
 }
 
+// formFile is the file of a POST form: its name (for ${filename}) and its
+// bytes, positioned at the first.
+type formFile struct {
+	name string
+	body io.Reader
+}
+
 // readPostForm reads the form fields up to the file, under their
-// lower-case names, and returns the file part positioned at its first
-// byte. Fields after the file are not read (S3 ignores them).
-func readPostForm(rq *request) (map[string]string, *multipart.Part, error) {
+// lower-case names, and returns the file. Fields after the file are not
+// read (S3 ignores them). A form without a file, or whose file field is
+// empty and names no file (a form sent with no file chosen), is
+// MalformedPOSTRequest; an empty file with a name is an empty object.
+func readPostForm(rq *request) (map[string]string, *formFile, error) {
 	mr, err := rq.MultipartReader()
 	if err != nil {
 		return nil, nil, errMalformedPOST
@@ -164,15 +173,23 @@ func readPostForm(rq *request) (map[string]string, *multipart.Part, error) {
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
-			// The form ended without a file.
-			return nil, nil, errMalformedPOST.withMessage("POST requires exactly one file upload per request.")
+			return nil, nil, errMalformedPOST.withMessage("The file or text content is missing.")
 		}
 		if err != nil {
 			return nil, nil, errMalformedPOST
 		}
 		name := strings.ToLower(part.FormName())
 		if name == "file" {
-			return fields, part, nil
+			body := bufio.NewReaderSize(part, 16)
+			if _, err := body.Peek(1); err != nil {
+				if !errors.Is(err, io.EOF) {
+					return nil, nil, errMalformedPOST
+				}
+				if part.FileName() == "" {
+					return nil, nil, errMalformedPOST.withMessage("The file or text content is missing.")
+				}
+			}
+			return fields, &formFile{name: part.FileName(), body: body}, nil
 		}
 		if _, dup := fields[name]; dup {
 			return nil, nil, errInvalidArgument.withMessage("POST form field %q is given more than once (field names are case-insensitive).", name)

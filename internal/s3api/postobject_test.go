@@ -268,7 +268,7 @@ func (zeroReader) Read(p []byte) (int, error) {
 
 // TestPostObjectResponse: the 201 document and Location header carry the
 // object's absolute URL, path- or virtual-host-style as requested; a form
-// without a file is MalformedPOSTRequest.
+// without a file, or with an empty unnamed one, is MalformedPOSTRequest.
 func TestPostObjectResponse(t *testing.T) {
 	e := newEnv(t)
 	e.mustCreateBucket("forms")
@@ -293,4 +293,13 @@ func TestPostObjectResponse(t *testing.T) {
 
 	resp, body = e.postForm(target.String(), "", fields, nil, false)
 	wantXMLError(t, resp, body, 400, "MalformedPOSTRequest")
+	// A file field with no file chosen: no name, no bytes.
+	resp, body = e.postForm(target.String(), "", append(fields, formField{"file", ""}), nil, false)
+	wantXMLError(t, resp, body, 400, "MalformedPOSTRequest")
+	// An empty file with a name is an empty object.
+	target, fields = e.presignedPost("forms", "empty.txt", nil)
+	resp, body = e.postForm(target.String(), "", fields, strings.NewReader(""), false)
+	if resp.StatusCode != http.StatusNoContent || len(e.mustGet("forms", "empty.txt")) != 0 {
+		t.Fatalf("empty file: %d %s", resp.StatusCode, body)
+	}
 }

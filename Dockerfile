@@ -12,7 +12,7 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/b3 ./cmd/b3 \
- && mkdir -p /out/data
+ && mkdir -p -m 0700 /out/data
 
 FROM scratch
 COPY --from=build /out/b3 /b3

@@ -101,9 +101,9 @@ func runAdmin(args []string, stdout, stderr io.Writer) int {
 		us, err := c.Users(ctx)
 		return show(us, err, func() {
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ACCESS KEY\tNAME\tREMOVABLE")
+			fmt.Fprintln(tw, "ACCESS KEY\tNAME\tREMOVABLE\tCANONICAL ID")
 			for _, u := range us {
-				fmt.Fprintf(tw, "%s\t%s\t%v\n", u.AccessKey, u.Name, u.Managed)
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", u.AccessKey, u.Name, u.Managed, u.CanonicalID)
 			}
 			tw.Flush()
 		})

@@ -11,6 +11,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	b3vfs "github.com/b3-storage/b3/internal/vfs"
 )
 
 // ErrNotFound is wrapped by Get* errors when the record does not exist.
@@ -29,7 +31,8 @@ const DefaultCacheBytes = 64 << 20
 
 // Options configures Open.
 type Options struct {
-	// FS is the filesystem; nil means vfs.Default (the real disk). Tests
+	// FS is the filesystem; nil means the real disk, with files 0600 and
+	// directories 0700 (b3vfs.PrivateDisk). Tests
 	// pass vfs.NewCrashableMem() to cut power at an exact instant.
 	FS vfs.FS
 	// Dir is the pebble directory; created if missing.
@@ -59,7 +62,7 @@ type DB struct {
 // Open opens or creates the store in o.Dir.
 func Open(o Options) (*DB, error) {
 	if o.FS == nil {
-		o.FS = vfs.Default
+		o.FS = b3vfs.PrivateDisk()
 	}
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = DefaultCacheBytes

@@ -35,7 +35,8 @@ type Options struct {
 	// the segment files (HDD is fine: they are written sequentially).
 	MetaDir, DataDir string
 	// FS and MetaFS are the disks for segments and metadata. Default: the
-	// real disk. Tests pass one crashable in-memory filesystem for both.
+	// real disk, with files and directories private to the user (0600,
+	// 0700). Tests pass one crashable in-memory filesystem for both.
 	FS     vfs.FS
 	MetaFS pvfs.FS
 	// Sync is the durability policy (blob.SyncBatch by default).
@@ -117,7 +118,7 @@ func Open(opts Options) (*Store, error) {
 		opts.FS = vfs.Default
 	}
 	if opts.MetaFS == nil {
-		opts.MetaFS = pvfs.Default
+		opts.MetaFS = vfs.PrivateDisk()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

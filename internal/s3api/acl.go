@@ -10,8 +10,11 @@ import (
 var (
 	opGetBucketACL = operation{name: "GetBucketAcl", perm: permOwner, handle: (*Server).getBucketACL}
 	opPutBucketACL = operation{name: "PutBucketAcl", perm: permOwner, handle: (*Server).putBucketACL}
+	// Object ACLs need READ_ACP/WRITE_ACP, which the handlers check once
+	// the object's owner is known; permRead lets them answer NoSuchKey and
+	// AccessDenied as AWS does.
 	opGetObjectACL = operation{name: "GetObjectAcl", perm: permRead, handle: (*Server).getObjectACL}
-	opPutObjectACL = operation{name: "PutObjectAcl", perm: permWrite, handle: (*Server).putObjectACL}
+	opPutObjectACL = operation{name: "PutObjectAcl", perm: permRead, handle: (*Server).putObjectACL}
 )
 
 const allUsersURI = "http://acs.amazonaws.com/groups/global/AllUsers"
@@ -74,7 +77,7 @@ type xmlGrantee struct {
 func (s *Server) renderACL(owner, acl string) accessControlPolicy {
 	const xsi = "http://www.w3.org/2001/XMLSchema-instance"
 	doc := accessControlPolicy{Xmlns: s3Namespace, Owner: s.owner(owner)}
-	doc.Grants = append(doc.Grants, xmlGrant{Grantee: xmlGrantee{XMLNS: xsi, Type: "CanonicalUser", ID: owner, DisplayName: s.displayName(owner)}, Permission: "FULL_CONTROL"})
+	doc.Grants = append(doc.Grants, xmlGrant{Grantee: xmlGrantee{XMLNS: xsi, Type: "CanonicalUser", ID: CanonicalID(owner), DisplayName: s.displayName(owner)}, Permission: "FULL_CONTROL"})
 	if acl == meta.ACLPublicRead || acl == meta.ACLPublicReadWrite {
 		doc.Grants = append(doc.Grants, xmlGrant{Grantee: xmlGrantee{XMLNS: xsi, Type: "Group", URI: allUsersURI}, Permission: "READ"})
 	}
@@ -158,6 +161,9 @@ func (s *Server) getObjectACL(rq *request) error {
 	if err != nil {
 		return err
 	}
+	if !mayAccessACP(rq, obj) {
+		return errAccessDenied
+	}
 	owner := obj.Owner
 	if owner == "" {
 		owner = rq.bucketRec.Owner
@@ -166,8 +172,12 @@ func (s *Server) getObjectACL(rq *request) error {
 }
 
 func (s *Server) putObjectACL(rq *request) error {
-	if _, err := s.store.HeadObject(rq.bucket, rq.key); err != nil {
+	obj, err := s.store.HeadObject(rq.bucket, rq.key)
+	if err != nil {
 		return err
+	}
+	if !mayAccessACP(rq, obj) {
+		return errAccessDenied
 	}
 	if _, err := cannedObjectACL(rq.Header.Get("x-amz-acl")); err != nil {
 		return err

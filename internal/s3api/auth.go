@@ -1,6 +1,9 @@
 package s3api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+
 	"github.com/b3-storage/b3/internal/meta"
 )
 
@@ -56,15 +59,38 @@ func allowed(b *meta.Bucket, accessKey string, perm permission) bool {
 	return false
 }
 
-// displayName returns the name of the user owning accessKey.
+// CanonicalID is the id S3 documents show for the user of accessKey (Owner,
+// Grantee, Initiator): 64 hex digits, like AWS's canonical user ids. It
+// is derived from the access key alone, so it is stable across restarts
+// and needs no storage, and it does not reveal the key: the documents
+// anonymous readers of a public bucket see (listings, ACLs) must not hand
+// out the access key ids of its owners. "" (anonymous) stays "".
+func CanonicalID(accessKey string) string {
+	if accessKey == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("b3 canonical user id\x00" + accessKey))
+	return hex.EncodeToString(sum[:])
+}
+
+// displayName returns the name of the user owning accessKey, or its
+// canonical id when the user has no name (or no longer exists).
 func (s *Server) displayName(accessKey string) string {
 	if u, ok := s.users.Lookup(accessKey); ok && u.Name != "" {
 		return u.Name
 	}
-	return accessKey
+	return CanonicalID(accessKey)
 }
 
 // owner renders the Owner element of listings and ACLs.
 func (s *Server) owner(accessKey string) *xmlOwner {
-	return &xmlOwner{ID: accessKey, DisplayName: s.displayName(accessKey)}
+	return &xmlOwner{ID: CanonicalID(accessKey), DisplayName: s.displayName(accessKey)}
+}
+
+// mayAccessACP reports whether the caller may read or change an object's
+// ACL (READ_ACP, WRITE_ACP): the bucket's owner and the object's. b3's
+// canned ACLs grant these to no one else; a public-read bucket lets
+// anyone read its objects, not their ACLs.
+func mayAccessACP(rq *request, obj *meta.Object) bool {
+	return rq.accessKey != "" && (rq.accessKey == rq.bucketRec.Owner || rq.accessKey == obj.Owner)
 }

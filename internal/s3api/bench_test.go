@@ -16,7 +16,7 @@ import (
 func BenchmarkPutGet(b *testing.B) {
 	for _, size := range []int{4 << 10, 256 << 10, 4 << 20} {
 		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
-			e := newEnvTB(b)
+			e := newEnvTB(b, nil)
 			c := e.root()
 			e.mustCreateBucket("bench")
 			body := randomBytes(size, 1)
@@ -48,7 +48,7 @@ func BenchmarkPutGet(b *testing.B) {
 func BenchmarkPut(b *testing.B) {
 	for _, size := range []int{1 << 20, 64 << 20} {
 		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
-			e := newEnvTB(b)
+			e := newEnvTB(b, nil)
 			c := e.client(rootUser, aws.RequestChecksumCalculationWhenRequired)
 			e.mustCreateBucket("bench")
 			body := randomBytes(size, 1)

@@ -36,6 +36,13 @@
 //     algorithm, undeclared trailer) is refused, never ignored; and a
 //     CompleteMultipartUpload's x-amz-checksum-* header is checked against
 //     the object's checksum combined from its parts.
+//   - Owners appear in documents by canonical id (CanonicalID), never by
+//     access key id; object ACLs are read and written only by the bucket's
+//     or the object's owner (READ_ACP/WRITE_ACP).
+//   - POST form fields are case-insensitive and unique; the file is bounded
+//     by content-length-range, Config.MaxObjectSize and the free-space
+//     reserve as it streams, before its bytes reach objstore.
+//   - URLs in logs have presigned signatures redacted (redactedURL).
 //
 // What it does not do: object versioning (buckets report unversioned),
 // object-level ACLs (accepted, not stored: the bucket's ACL decides),

@@ -1,7 +1,13 @@
 package s3api
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -116,6 +122,63 @@ func FuzzRange(f *testing.F) {
 		wantClientError(t, err)
 		if ok && (r.off < 0 || r.n <= 0 || r.off+r.n > size) {
 			t.Fatalf("range %q on %d bytes: %+v", header, size, r)
+		}
+	})
+}
+
+// FuzzPostForm parses a raw POST object request off the wire (plain or
+// Transfer-Encoding: chunked) and streams its file through the size bound:
+// no panic; a form either fails with a 4xx or yields unique lower-case
+// field names, and the bound never lets more than max bytes through.
+func FuzzPostForm(f *testing.F) {
+	const max = 16
+	form := func(te string, fields ...string) string {
+		var body strings.Builder
+		for i := 0; i+1 < len(fields); i += 2 {
+			fmt.Fprintf(&body, "--B\r\nContent-Disposition: form-data; name=%q\r\n\r\n%s\r\n", fields[i], fields[i+1])
+		}
+		body.WriteString("--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\nfile data\r\n--B--\r\n")
+		head := "POST /bucket HTTP/1.1\r\nHost: s3.test\r\nContent-Type: multipart/form-data; boundary=B\r\n"
+		if te == "chunked" {
+			return head + "Transfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", body.Len(), body.String())
+		}
+		return head + fmt.Sprintf("Content-Length: %d\r\n\r\n%s", body.Len(), body.String())
+	}
+	for _, seed := range []string{
+		form("", "key", "k", "Content-Type", "image/png"),
+		form("", "key", "k", "Content-Type", "image/png", "content-type", "text/html"),
+		form("chunked", "key", "k", "success_action_redirect", "https://a/", "SUCCESS_ACTION_REDIRECT", "https://b/"),
+		form("chunked", "Key", "k", "KEY", "k2"),
+		form("chunked", "key", "k", "tagging", "<Tagging/>", "Tagging", "<Tagging/>"),
+		form("chunked"),
+		"POST /bucket HTTP/1.1\r\nHost: s3.test\r\nContent-Type: multipart/form-data; boundary=B\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n--B\r\n\r\n",
+		"POST /bucket HTTP/1.1\r\nHost: s3.test\r\nContent-Type: multipart/form-data; boundary=B\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n",
+		"POST /bucket HTTP/1.1\r\nHost: s3.test\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(wire)))
+		if err != nil {
+			return
+		}
+		fields, file, err := readPostForm(&request{Request: r})
+		wantClientError(t, err)
+		if err != nil {
+			return
+		}
+		if file == nil {
+			t.Fatal("no error and no file")
+		}
+		for name := range fields {
+			if name != strings.ToLower(name) {
+				t.Fatalf("field %q kept in its case", name)
+			}
+		}
+		bounded := &postFile{src: file.body, max: max, tooLarge: errEntityTooLarge,
+			space: &spaceLease{reserve: func(int64) (func(), error) { return func() {}, nil }}}
+		if n, err := io.Copy(io.Discard, bounded); n > max {
+			t.Fatalf("bound let %d bytes through (max %d), err %v", n, max, err)
 		}
 	})
 }

@@ -21,6 +21,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/b3-storage/b3/internal/blob"
@@ -57,17 +58,26 @@ type testEnv struct {
 
 type envOption func(*Config)
 
-func newEnv(t *testing.T, opts ...envOption) *testEnv { return newEnvTB(t, opts...) }
+func newEnv(t *testing.T, opts ...envOption) *testEnv { return newEnvTB(t, nil, opts...) }
+
+// newEnvStore is newEnv with store options changed by storeOpt.
+func newEnvStore(t *testing.T, storeOpt func(*objstore.Options), opts ...envOption) *testEnv {
+	return newEnvTB(t, storeOpt, opts...)
+}
 
 // newEnvTB builds the environment for a test or a benchmark.
-func newEnvTB(t testing.TB, opts ...envOption) *testEnv {
+func newEnvTB(t testing.TB, storeOpt func(*objstore.Options), opts ...envOption) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
 	metaDir, dataDir := objstore.DefaultDirs(dir)
 	// Bodies up to 1 KiB are kept in their records (as the server does up
 	// to --inline-max): the tests' small and large bodies cover both paths.
-	store, err := objstore.Open(objstore.Options{MetaDir: metaDir, DataDir: dataDir, Sync: blob.SyncNone,
-		InlineMax: 1 << 10, Logger: slog.New(slog.DiscardHandler)})
+	storeOpts := objstore.Options{MetaDir: metaDir, DataDir: dataDir, Sync: blob.SyncNone,
+		InlineMax: 1 << 10, Logger: slog.New(slog.DiscardHandler)}
+	if storeOpt != nil {
+		storeOpt(&storeOpts)
+	}
+	store, err := objstore.Open(storeOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +134,14 @@ func (e *testEnv) root() *s3.Client {
 func (e *testEnv) mustCreateBucket(name string) {
 	e.t.Helper()
 	if _, err := e.root().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		e.t.Fatalf("create bucket %s: %v", name, err)
+	}
+}
+
+// mustCreatePublicBucket creates a bucket owned by root with a canned ACL.
+func (e *testEnv) mustCreatePublicBucket(name string, acl types.BucketCannedACL) {
+	e.t.Helper()
+	if _, err := e.root().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name), ACL: acl}); err != nil {
 		e.t.Fatalf("create bucket %s: %v", name, err)
 	}
 }

@@ -28,7 +28,7 @@ func (s *Server) admitUpload(rq *request) (release func(), err error) {
 	switch {
 	case rq.contentLength < 0:
 		return nil, errMissingContentLength
-	case rq.contentLength > maxPutSize:
+	case rq.contentLength > s.cfg.MaxObjectSize:
 		return nil, errEntityTooLarge
 	}
 	return s.store.Reserve(rq.contentLength)

@@ -1,10 +1,10 @@
 package s3api
 
 import (
+	"bufio"
 	"encoding/xml"
 	"errors"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -34,42 +34,19 @@ type postResponse struct {
 // postObject is the browser-form upload: multipart/form-data whose fields
 // (policy, signature, key, metadata) precede the file. The policy and its
 // signature are checked by s3auth before a byte of the file is stored;
-// the file streams into the store like a PUT body.
+// the file streams into the store like a PUT body, bounded as it streams
+// by content-length-range, the object size limit and the free-space
+// reserve.
+//
+// Field names are case-insensitive and kept under their lower-case form:
+// a form naming one field twice is refused, so the value the policy checks
+// is the value stored.
 func (s *Server) postObject(rq *request) error {
-	mr, err := rq.MultipartReader()
+	fields, file, err := readPostForm(rq)
 	if err != nil {
-		return errMalformedPOST
+		return err
 	}
-	fields := map[string]string{}
-	total := 0
-	var file *multipart.Part
-	for {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return errMalformedPOST
-		}
-		name := part.FormName()
-		if strings.EqualFold(name, "file") {
-			file = part
-			break
-		}
-		value, err := io.ReadAll(io.LimitReader(part, maxFormField+1))
-		if err != nil {
-			return errMalformedPOST
-		}
-		total += len(value)
-		if len(value) > maxFormField || total > maxFormFields {
-			return errMaxPostPreData
-		}
-		fields[name] = string(value)
-	}
-	if file == nil {
-		return errInvalidArgument.withMessage("POST requires exactly one file upload per request.")
-	}
-	policy, err := s.verifier.VerifyPostPolicy(rq.bucket, fields, file.FileName())
+	policy, err := s.verifier.VerifyPostPolicy(rq.bucket, fields, file.name)
 	if err != nil {
 		return err
 	}
@@ -113,13 +90,22 @@ func (s *Server) postObject(rq *request) error {
 	}
 	obj := &meta.Object{Owner: rq.accessKey, Tags: tags}
 	a.toObject(obj)
-	// The form's length bounds the file's (unknown until read).
-	release, err := s.store.Reserve(rq.contentLength)
-	if err != nil {
-		return err
+	limited := &postFile{src: file.body, max: s.cfg.MaxObjectSize, tooLarge: errEntityTooLarge}
+	if policy.MaxLength >= 0 && policy.MaxLength < limited.max {
+		limited.max, limited.tooLarge = policy.MaxLength, policy.CheckLength(policy.MaxLength+1)
 	}
-	defer release()
-	cr := checksum.NewReader(file, exp)
+	// The form's length, when declared, bounds the file's: reserve it (up
+	// to the file's limit) before reading on; a chunked form reserves as
+	// it streams.
+	space := &spaceLease{reserve: s.store.Reserve}
+	defer space.release()
+	if rq.contentLength >= 0 {
+		if err := space.take(min(rq.contentLength, limited.max+1)); err != nil {
+			return err
+		}
+	}
+	limited.space = space
+	cr := checksum.NewReader(limited, exp, checksum.Default)
 	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
 		Body:   &uploadBody{src: cr, want: -1},
@@ -132,7 +118,7 @@ func (s *Server) postObject(rq *request) error {
 				return err
 			}
 			o.ETag = cr.ETag()
-			if c := cr.Requested(); !c.IsZero() {
+			if c := cr.Stored(); !c.IsZero() {
 				o.ChecksumAlgorithm, o.Checksum, o.ChecksumType = c.Algorithm.String(), c.Base64(), checksum.FullObject.String()
 			}
 			return nil
@@ -143,9 +129,9 @@ func (s *Server) postObject(rq *request) error {
 	}
 	etag := quoteETag(stored.ETag)
 	rq.w.Header().Set("ETag", etag)
-	location := "/" + rq.bucket + "/" + rq.key
+	location := s.objectURL(rq)
 	rq.w.Header().Set("Location", location)
-	if redirect := fieldFold(fields, "success_action_redirect"); redirect != "" {
+	if redirect := fields["success_action_redirect"]; redirect != "" {
 		if u, err := url.Parse(redirect); err == nil && u.Scheme != "" {
 			q := u.Query()
 			q.Set("bucket", rq.bucket)
@@ -156,7 +142,7 @@ func (s *Server) postObject(rq *request) error {
 			return writeEmpty(rq, http.StatusSeeOther)
 		}
 	}
-	switch fieldFold(fields, "success_action_status") {
+	switch fields["success_action_status"] {
 	case "200":
 		return writeEmpty(rq, http.StatusOK)
 	case "201":
@@ -165,21 +151,134 @@ func (s *Server) postObject(rq *request) error {
 	return writeEmpty(rq, http.StatusNoContent)
 }
 
-var errMaxPostPreData = apiErr("MaxPostPreDataLengthExceeded", 400, "Your POST request fields preceding the upload file were too large.")
-
-func fieldFold(fields map[string]string, name string) string {
-	for k, v := range fields {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return ""
+// formFile is the file of a POST form: its name (for ${filename}) and its
+// bytes, positioned at the first.
+type formFile struct {
+	name string
+	body io.Reader
 }
 
+// readPostForm reads the form fields up to the file, under their
+// lower-case names, and returns the file. Fields after the file are not
+// read (S3 ignores them). A form without a file, or whose file field is
+// empty and names no file (a form sent with no file chosen), is
+// MalformedPOSTRequest; an empty file with a name is an empty object.
+func readPostForm(rq *request) (map[string]string, *formFile, error) {
+	mr, err := rq.MultipartReader()
+	if err != nil {
+		return nil, nil, errMalformedPOST
+	}
+	fields := map[string]string{}
+	total := 0
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return nil, nil, errMalformedPOST.withMessage("The file or text content is missing.")
+		}
+		if err != nil {
+			return nil, nil, errMalformedPOST
+		}
+		name := strings.ToLower(part.FormName())
+		if name == "file" {
+			body := bufio.NewReaderSize(part, 16)
+			if _, err := body.Peek(1); err != nil {
+				if !errors.Is(err, io.EOF) {
+					return nil, nil, errMalformedPOST
+				}
+				if part.FileName() == "" {
+					return nil, nil, errMalformedPOST.withMessage("The file or text content is missing.")
+				}
+			}
+			return fields, &formFile{name: part.FileName(), body: body}, nil
+		}
+		if _, dup := fields[name]; dup {
+			return nil, nil, errInvalidArgument.withMessage("POST form field %q is given more than once (field names are case-insensitive).", name)
+		}
+		value, err := io.ReadAll(io.LimitReader(part, maxFormField+1))
+		if err != nil {
+			return nil, nil, errMalformedPOST
+		}
+		total += len(value)
+		if len(value) > maxFormField || total > maxFormFields {
+			return nil, nil, errMaxPostPreData
+		}
+		fields[name] = string(value)
+	}
+}
+
+// postFile bounds a POST's file as it streams: a read that passes max
+// returns tooLarge, and one the free-space reserve has no room for returns
+// that error, in both cases without its bytes, so they never reach the
+// store.
+type postFile struct {
+	src      io.Reader
+	max      int64
+	tooLarge error
+	space    *spaceLease
+	got      int64
+}
+
+func (f *postFile) Read(p []byte) (int, error) {
+	if f.got > f.max {
+		return 0, f.tooLarge
+	}
+	// Read at most one byte past max: enough to tell the file is too long.
+	if room := f.max + 1 - f.got; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := f.src.Read(p)
+	f.got += int64(n)
+	if f.got > f.max {
+		return 0, f.tooLarge
+	}
+	if serr := f.space.take(int64(n)); serr != nil {
+		return 0, serr
+	}
+	f.space.use(int64(n))
+	return n, err
+}
+
+// spaceLease holds free-space reservations (objstore.Store.Reserve) ahead
+// of the bytes a body delivers, taken in steps as the body grows, and
+// releases them all when the request ends.
+type spaceLease struct {
+	reserve  func(int64) (func(), error)
+	ahead    int64 // reserved and not yet used
+	releases []func()
+}
+
+// spaceLeaseStep is how much more a lease reserves when it runs out.
+const spaceLeaseStep = 8 << 20
+
+// take makes sure n more bytes are reserved.
+func (l *spaceLease) take(n int64) error {
+	if n <= l.ahead {
+		return nil
+	}
+	size := max(n-l.ahead, spaceLeaseStep)
+	release, err := l.reserve(size)
+	if err != nil {
+		return err
+	}
+	l.releases = append(l.releases, release)
+	l.ahead += size
+	return nil
+}
+
+func (l *spaceLease) use(n int64) { l.ahead -= n }
+
+func (l *spaceLease) release() {
+	for _, release := range l.releases {
+		release()
+	}
+}
+
+var errMaxPostPreData = apiErr("MaxPostPreDataLengthExceeded", 400, "Your POST request fields preceding the upload file were too large.")
+
 // parseTaggingXMLField reads the optional "tagging" form field (a Tagging
-// XML document).
+// XML document); fields are keyed by lower-case name.
 func parseTaggingXMLField(fields map[string]string) (map[string]string, error) {
-	doc := fieldFold(fields, "tagging")
+	doc := fields["tagging"]
 	if doc == "" {
 		return nil, nil
 	}

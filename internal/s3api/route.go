@@ -99,6 +99,15 @@ func (s *Server) route(rq *request) error {
 // else path style ("/bucket/key").
 func (s *Server) splitTarget(r *http.Request) (bucket, key string) {
 	path := strings.TrimPrefix(r.URL.Path, "/")
+	if b := s.hostBucket(r); b != "" {
+		return b, path
+	}
+	bucket, key, _ = strings.Cut(path, "/")
+	return bucket, key
+}
+
+// hostBucket returns the bucket named by a virtual-host-style Host, or "".
+func (s *Server) hostBucket(r *http.Request) string {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -106,11 +115,24 @@ func (s *Server) splitTarget(r *http.Request) (bucket, key string) {
 	host = strings.ToLower(host)
 	for _, domain := range s.cfg.Domains {
 		if b, ok := strings.CutSuffix(host, "."+domain); ok && b != "" {
-			return b, path
+			return b
 		}
 	}
-	bucket, key, _ = strings.Cut(path, "/")
-	return bucket, key
+	return ""
+}
+
+// objectURL is the absolute URL of the request's object, in the style
+// (path or virtual host) the request used. The scheme is https behind a
+// TLS listener or a proxy that says so (X-Forwarded-Proto), else http.
+func (s *Server) objectURL(rq *request) string {
+	u := url.URL{Scheme: "http", Host: rq.Host, Path: "/" + rq.bucket + "/" + rq.key}
+	if rq.TLS != nil || strings.EqualFold(rq.Header.Get("X-Forwarded-Proto"), "https") {
+		u.Scheme = "https"
+	}
+	if s.hostBucket(rq.Request) != "" {
+		u.Path = "/" + rq.key
+	}
+	return u.String()
 }
 
 func routeService(rq *request) *operation {

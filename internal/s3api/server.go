@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
@@ -48,6 +49,9 @@ type Config struct {
 	// MinPartSize is the smallest part but the last of a multipart upload
 	// (default 5 MiB, as AWS). Tests may lower it.
 	MinPartSize int64
+	// MaxObjectSize is the largest single PUT, part or POST file (default
+	// 5 GiB, as AWS). Tests may lower it.
+	MaxObjectSize int64
 	// Now returns the current time (default time.Now); the verifier uses it
 	// for request skew and presign expiry.
 	Now    func() time.Time
@@ -79,6 +83,9 @@ func New(store *objstore.Store, cfg Config) *Server {
 	}
 	if cfg.MinPartSize <= 0 {
 		cfg.MinPartSize = defaultMinPart
+	}
+	if cfg.MaxObjectSize <= 0 {
+		cfg.MaxObjectSize = maxPutSize
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -180,7 +187,7 @@ func (s *Server) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.log.Error("panic serving request", "request_id", rq.id, "method", r.Method, "url", r.URL.String(), "panic", v, "stack", string(debug.Stack()))
+			s.log.Error("panic serving request", "request_id", rq.id, "method", r.Method, "url", redactedURL(r.URL), "panic", v, "stack", string(debug.Stack()))
 			s.writeError(rq, fmt.Errorf("panic: %v", v))
 		}
 	}()
@@ -213,7 +220,7 @@ func (s *Server) serve(rq *request) error {
 func (s *Server) writeError(rq *request, err error) {
 	e, known := toAPIError(err)
 	if !known {
-		s.log.Error("internal error", "request_id", rq.id, "method", rq.Method, "url", rq.URL.String(), "err", err)
+		s.log.Error("internal error", "request_id", rq.id, "method", rq.Method, "url", redactedURL(rq.URL), "err", err)
 	}
 	if rq.w.status != 0 {
 		if known {
@@ -236,10 +243,13 @@ func (s *Server) writeError(rq *request, err error) {
 	var authErr *s3auth.Error
 	if errors.As(err, &authErr) {
 		doc.Region = authErr.Region
+		if authErr.HeadersNotSigned != "" {
+			doc.Extra = append(doc.Extra, xmlElement{XMLName: xmlName("HeadersNotSigned"), Value: authErr.HeadersNotSigned})
+		}
 	}
 	var ae *APIError
 	if errors.As(err, &ae) {
-		doc.Extra = ae.Extra
+		doc.Extra = append(doc.Extra, ae.Extra...)
 	}
 	switch doc.Code {
 	case "NoSuchBucket", "BucketNotEmpty", "BucketAlreadyExists", "BucketAlreadyOwnedByYou":
@@ -264,12 +274,23 @@ func (s *Server) writeError(rq *request, err error) {
 		rq.w.WriteHeader(status)
 		return
 	}
-	body, _ := xml.Marshal(doc)
+	body := marshalErrorDoc(doc)
 	h.Set("Content-Type", "application/xml")
 	h.Set("Content-Length", fmt.Sprint(len(xml.Header)+len(body)))
 	rq.w.WriteHeader(status)
 	_, _ = io.WriteString(rq.w, xml.Header)
 	_, _ = rq.w.Write(body)
+}
+
+// marshalErrorDoc renders the error document with quotes and apostrophes
+// as themselves, as S3 does: encoding/xml writes them as &#34; and &#39;,
+// which clients that show the raw message (browsers answering a POST form,
+// regex-based parsers) print as is. The document has no attributes, so
+// quotes need no escaping anywhere in it.
+func marshalErrorDoc(doc errorResponse) []byte {
+	body, _ := xml.Marshal(doc)
+	body = bytes.ReplaceAll(body, []byte("&#34;"), []byte(`"`))
+	return bytes.ReplaceAll(body, []byte("&#39;"), []byte("'"))
 }
 
 func messageOf(e s3Error) string {

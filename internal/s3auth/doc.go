@@ -40,10 +40,13 @@
 //   - Signatures are compared in constant time. No input makes the package
 //     panic (fuzz targets cover the header parsers, the aws-chunked decoder
 //     and the policy parser).
+//   - Every x-amz-* header of a SigV4 request is covered by its signature
+//     (exceptions in checkAmzHeadersSigned); otherwise AccessDenied with the
+//     names in Error.HeadersNotSigned. SigV2 signs every x-amz-* header by
+//     construction.
 //
-// Not done: SigV4A (ECDSA) signatures, session tokens (no STS), the 8 KiB
-// minimum chunk size S3 enforces on non-final chunks, and the check that
-// every x-amz-* header is signed.
+// Not done: SigV4A (ECDSA) signatures, session tokens (no STS), and the
+// 8 KiB minimum chunk size S3 enforces on non-final chunks.
 //
 // Errors are *Error with the S3 code and HTTP status (AccessDenied 403,
 // SignatureDoesNotMatch 403, InvalidAccessKeyId 403, RequestTimeTooSkewed

@@ -13,6 +13,10 @@ type Error struct {
 	// Region is set for AuthorizationHeaderMalformed caused by a wrong
 	// region: the region the server expects (S3 renders it as <Region>).
 	Region string
+	// HeadersNotSigned lists, comma separated, the x-amz-* headers a
+	// request carried outside its signature (S3 renders it as
+	// <HeadersNotSigned>).
+	HeadersNotSigned string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }

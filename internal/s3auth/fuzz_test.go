@@ -2,10 +2,14 @@ package s3auth
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
+
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
 // Fuzz targets run their seed corpus as ordinary tests; `go test -fuzz`
@@ -95,20 +99,95 @@ func FuzzChunkedDecoder(f *testing.F) {
 }
 
 func FuzzPostPolicy(f *testing.F) {
-	f.Add(`{"expiration":"2013-05-25T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key",""],["content-length-range",1,10]]}`)
-	f.Add(`{"expiration":1,"conditions":{}}`)
-	f.Add(`{"conditions":[[],[1,2,3],["eq"],{"a":1}]}`)
-	f.Add(`[]`)
-	f.Fuzz(func(t *testing.T, document string) {
+	f.Add(`{"expiration":"2013-05-25T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key",""],["content-length-range",1,10]]}`, "")
+	f.Add(`{"expiration":1,"conditions":{}}`, "")
+	f.Add(`{"conditions":[[],[1,2,3],["eq"],{"a":1}]}`, "")
+	f.Add(`[]`, "")
+	// A second field whose name differs from one of the form's only in
+	// case: refused whatever the policy says.
+	f.Add(`{"expiration":"2099-01-01T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key",""]]}`, "KEY")
+	f.Add(`{"expiration":"2099-01-01T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key",""]]}`, "Policy")
+	f.Add(`{"expiration":"2099-01-01T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key",""],["eq","$content-type","image/png"]]}`, "Signature")
+	f.Add(`{"expiration":"2099-01-01T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key",""]]}`, "awsaccesskeyid")
+	f.Fuzz(func(t *testing.T, document, second string) {
 		policy := base64.StdEncoding.EncodeToString([]byte(document))
 		form := map[string]string{"key": "k", "policy": policy, "AWSAccessKeyId": exampleAccessKey,
 			"signature": base64.StdEncoding.EncodeToString(postV2Signature(exampleSecret, policy))}
+		duplicate := false
+		if _, exact := form[second]; second != "" && !exact {
+			for name := range form {
+				duplicate = duplicate || strings.EqualFold(name, second)
+			}
+			form[second] = "other"
+		}
 		_, err := newVerifier(exampleTime).VerifyPostPolicy("b", form, "f")
 		if err != nil {
 			if _, ok := err.(*Error); !ok {
 				t.Fatalf("untyped error %T: %v", err, err)
 			}
 		}
+		if duplicate && codeOf(err) != "InvalidArgument" {
+			t.Fatalf("field %q given twice: %v", second, err)
+		}
 		_, _, _, _ = parsePostPolicy(document) // raw, not base64: must not panic either
+	})
+}
+
+// FuzzUnsignedHeaders adds a header the signature does not cover to an
+// SDK-signed request (Authorization header or presigned URL): an x-amz-*
+// header must be refused unless exempt, and the request must never pass
+// with a header that changes the operation.
+func FuzzUnsignedHeaders(f *testing.F) {
+	for _, seed := range []struct {
+		name, value string
+		presigned   bool
+	}{
+		{"x-amz-copy-source", "/private/secret", true},
+		{"X-Amz-Copy-Source", "private/secret", false},
+		{"x-amz-copy-source-range", "bytes=0-9", true},
+		{"x-amz-acl", "public-read", false},
+		{"x-amz-meta-a", "1", true},
+		{"x-amz-tagging", "a=b", false},
+		{"x-amz-content-sha256", UnsignedPayload, true},
+		{"x-amz-decoded-content-length", "5", true},
+		{"x-amz-trailer", "x-amz-checksum-crc32", false},
+		{"X-AMZ-DATE", "20250301T120000Z", true},
+		{"x-amzcopy", "x", false},
+		{"content-type", "text/html", true},
+	} {
+		f.Add(seed.name, seed.value, seed.presigned)
+	}
+	f.Fuzz(func(t *testing.T, name, value string, presigned bool) {
+		var req *http.Request
+		if presigned {
+			req = mustRequest(t, "PUT", "http://s3.local/bucket/key", "")
+			req.URL.RawQuery = "X-Amz-Expires=60"
+			signed, _, err := v4.NewSigner().PresignHTTP(context.Background(), sdkCreds, req, UnsignedPayload, "s3", testRegion, sdkNow,
+				func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })
+			if err != nil {
+				t.Fatal(err)
+			}
+			req = mustRequest(t, "PUT", signed, "")
+		} else {
+			req = sdkSigned(t, "PUT", "s3.local", "/bucket/key", "", "", sha256Hex(""), exampleSecret, sdkNow, testRegion, nil)
+		}
+		canonical := http.CanonicalHeaderKey(name)
+		if req.Header.Get(canonical) != "" {
+			return // replaces a signed header: the signature decides
+		}
+		req.Header.Set(canonical, value)
+		_, err := newVerifier(sdkNow).Authenticate(req)
+		lower := strings.ToLower(name)
+		mustRefuse := strings.HasPrefix(lower, "x-amz-") && !amzHeaderExempt(lower, presigned)
+		switch {
+		case mustRefuse && codeOf(err) != "AccessDenied":
+			t.Fatalf("unsigned %s accepted or misreported: %v", name, err)
+		case mustRefuse:
+			if e := err.(*Error); e.HeadersNotSigned != lower {
+				t.Fatalf("HeadersNotSigned %q, want %q", e.HeadersNotSigned, lower)
+			}
+		case err != nil && lower != "x-amz-content-sha256" && lower != "x-amz-decoded-content-length" && lower != "x-amz-trailer":
+			t.Fatalf("unsigned %s (not x-amz-*) refused: %v", name, err)
+		}
 	})
 }

@@ -54,7 +54,8 @@ func errPolicyDenied(format string, args ...any) *Error {
 }
 
 // VerifyPostPolicy authenticates a POST object form. fields are the form
-// fields other than the file (names matched case-insensitively), filename
+// fields other than the file (names matched case-insensitively; two names
+// that differ only in case are refused), filename
 // is the uploaded file's name for ${filename}, bucket the target bucket.
 // It checks the signature (V4: x-amz-signature over the base64 policy with
 // the derived key; V2: HMAC-SHA1 Signature), the expiration and every
@@ -62,7 +63,13 @@ func errPolicyDenied(format string, args ...any) *Error {
 func (v *Verifier) VerifyPostPolicy(bucket string, fields map[string]string, filename string) (*PostPolicy, error) {
 	form := make(map[string]string, len(fields))
 	for name, value := range fields {
-		form[strings.ToLower(name)] = value
+		lower := strings.ToLower(name)
+		if _, dup := form[lower]; dup {
+			// Which of the two values a check or the store would see is
+			// up to map order: refuse rather than guess.
+			return nil, errInvalidArgument(fmt.Sprintf("POST form field %q is given more than once (field names are case-insensitive).", lower))
+		}
+		form[lower] = value
 	}
 	key, ok := form["key"]
 	if !ok {

@@ -261,6 +261,9 @@ func (v *Verifier) authenticateV4(r *http.Request, authorization string) (*Resul
 	if err := v.checkSkew(requestTime); err != nil {
 		return nil, err
 	}
+	if err := checkAmzHeadersSigned(r, auth.signedHeaders, false); err != nil {
+		return nil, err
+	}
 	payloadHash := r.Header.Get("X-Amz-Content-Sha256")
 	payload, err := parsePayloadHash(payloadHash)
 	if err != nil {
@@ -367,6 +370,9 @@ func (v *Verifier) authenticatePresignedV4(r *http.Request, query url.Values) (*
 	}
 	if now.After(requestTime.Add(time.Duration(expires) * time.Second)) {
 		return nil, errExpired()
+	}
+	if err := checkAmzHeadersSigned(r, signedHeaders, true); err != nil {
+		return nil, err
 	}
 	payloadHash := query.Get("X-Amz-Content-Sha256")
 	if payloadHash == "" {

@@ -34,6 +34,7 @@ type node struct {
 	s3Endpoint, adminEndpoint string
 	admin                     *admin.Client
 	root                      string
+	banner                    string // what Run printed before it was ready
 	stop                      func()
 }
 
@@ -51,10 +52,12 @@ func startNode(t *testing.T, cfg Config) *node {
 	cfg.AdminReady = func(a string) { adminReady <- a }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, io.Discard) }()
+	var banner bytes.Buffer // written before Ready, read after
+	go func() { done <- Run(ctx, cfg, &banner) }()
 	n := &node{root: cfg.Root}
 	select {
 	case a := <-ready:
+		n.banner = banner.String()
 		n.s3Endpoint = "http://" + a
 		n.adminEndpoint = "http://" + <-adminReady
 	case err := <-done:

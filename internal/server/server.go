@@ -21,6 +21,7 @@ import (
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/s3api"
+	"github.com/b3-storage/b3/internal/vfs"
 )
 
 // Config configures a single-node server. Zero values pick the defaults
@@ -119,8 +120,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		cfg.DataDir = defData
 	}
 	for _, dir := range []string{cfg.Root, cfg.MetaDir, cfg.DataDir} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, vfs.DirPerm); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		// Directories made by an older b3, or by hand, keep their mode:
+		// say so rather than change what the operator may have chosen.
+		if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o077 != 0 {
+			cfg.Logger.Warn("data directory is open to other local users; b3 creates its directories 0700 (chmod 700 to match)",
+				"dir", dir, "mode", st.Mode().Perm())
 		}
 	}
 
@@ -292,20 +299,29 @@ func rootUser(cfg Config) (s3api.User, bool, error) {
 	return LoadOrCreateCredentials(cfg.Root)
 }
 
+// printBanner prints where the server listens and how to reach it. The
+// root secret appears only on the start that generated it (the operator
+// must learn it once); a secret the operator supplied, or one kept from
+// an earlier start, is never printed: the banner ends up in journald and
+// container logs.
 func printBanner(out io.Writer, cfg Config, addr string, root s3api.User, created bool) {
 	endpoint := "http://" + addr
 	fmt.Fprintf(out, "b3 server: S3 API on %s (region %s)\n", endpoint, cfg.Region)
 	fmt.Fprintf(out, "  metadata: %s\n  segments: %s (fsync: %s)\n", abs(cfg.MetaDir), abs(cfg.DataDir), cfg.Sync)
-	where := "from flags/environment"
-	if cfg.AccessKey == "" {
-		where = "kept in " + filepath.Join(abs(cfg.Root), CredentialsFile)
-		if created {
-			where = "generated, " + where
-		}
+	kept := filepath.Join(abs(cfg.Root), CredentialsFile)
+	secret := "<secret key>"
+	fmt.Fprintf(out, "  access key: %s\n", root.AccessKey)
+	switch {
+	case cfg.AccessKey != "":
+		fmt.Fprintf(out, "  secret key: as given in flags/environment/config (not shown)\n")
+	case created:
+		secret = root.SecretKey
+		fmt.Fprintf(out, "  secret key: %s\n  (generated, kept in %s; shown on this first start only)\n", root.SecretKey, kept)
+	default:
+		fmt.Fprintf(out, "  secret key: kept in %s (not shown)\n", kept)
 	}
-	fmt.Fprintf(out, "  access key: %s\n  secret key: %s\n  (%s)\n", root.AccessKey, root.SecretKey, where)
 	fmt.Fprintf(out, "try:\n  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=%s aws --endpoint-url %s s3 ls\n",
-		root.AccessKey, root.SecretKey, cfg.Region, endpoint)
+		root.AccessKey, secret, cfg.Region, endpoint)
 }
 
 func abs(p string) string {

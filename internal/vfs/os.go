@@ -53,7 +53,7 @@ func (o osFile) Size() (int64, error) {
 func (osFS) Create(name string, direct bool) (File, bool, error) {
 	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
 	if direct {
-		f, err := os.OpenFile(name, flags|unix.O_DIRECT, 0o644)
+		f, err := os.OpenFile(name, flags|unix.O_DIRECT, filePerm)
 		if err == nil {
 			return osFile{f}, true, nil
 		}
@@ -63,7 +63,7 @@ func (osFS) Create(name string, direct bool) (File, bool, error) {
 			return nil, false, err
 		}
 	}
-	f, err := os.OpenFile(name, flags, 0o644)
+	f, err := os.OpenFile(name, flags, filePerm)
 	if err != nil {
 		return nil, false, err
 	}
@@ -88,7 +88,7 @@ func (osFS) Open(name string) (File, error) {
 
 func (osFS) Remove(name string) error             { return os.Remove(name) }
 func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
-func (osFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o755) }
+func (osFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, DirPerm) }
 
 func (osFS) List(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)

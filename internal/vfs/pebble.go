@@ -115,7 +115,7 @@ func (p pebbleFS) Open(name string) (File, error) {
 
 func (p pebbleFS) Remove(name string) error             { return p.fs.Remove(name) }
 func (p pebbleFS) Rename(oldname, newname string) error { return p.fs.Rename(oldname, newname) }
-func (p pebbleFS) MkdirAll(dir string) error            { return p.fs.MkdirAll(dir, 0o755) }
+func (p pebbleFS) MkdirAll(dir string) error            { return p.fs.MkdirAll(dir, DirPerm) }
 func (p pebbleFS) List(dir string) ([]string, error)    { return p.fs.List(dir) }
 
 func (p pebbleFS) SyncDir(dir string) error {

@@ -13,6 +13,8 @@
 //     SyncDir on its parent directory.
 //   - Writes are not atomic: after a crash an unsynced write may be absent,
 //     present, or present in part.
+//   - On the real disk, files are created 0600 and directories 0700
+//     (DirPerm); PrivateDisk gives pebble the same.
 package vfs
 
 import (

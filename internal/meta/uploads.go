@@ -138,12 +138,12 @@ func (db *DB) ListParts(uploadID string, marker, maxParts int) (parts []*Part, t
 		maxParts = DefaultMaxKeys
 	}
 	marker = min(max(marker, 0), MaxPartNumber)
-	return db.listParts(uploadID, marker, clampMax(maxParts))
+	return listParts(db.pdb, uploadID, marker, clampMax(maxParts))
 }
 
-func (db *DB) listParts(uploadID string, marker, limit int) ([]*Part, bool, error) {
+func listParts(r pebble.Reader, uploadID string, marker, limit int) ([]*Part, bool, error) {
 	prefix := partPrefix(uploadID)
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
 	if err != nil {
 		return nil, false, fmt.Errorf("list parts %s: %w", uploadID, err)
 	}
@@ -178,6 +178,6 @@ func (db *DB) AllParts(uploadID string) ([]*Part, error) {
 	if !ValidUploadID(uploadID) {
 		return nil, fmt.Errorf("all parts %q: malformed ID: %w", uploadID, ErrNotFound)
 	}
-	parts, _, err := db.listParts(uploadID, 0, MaxPartNumber)
+	parts, _, err := listParts(db.pdb, uploadID, 0, MaxPartNumber)
 	return parts, err
 }

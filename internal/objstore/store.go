@@ -104,6 +104,7 @@ type Store struct {
 	stopClosing context.CancelFunc
 
 	inflight inflightWrites
+	orphans  orphanBooks
 	vacuum   vacuumState
 	lc       lifecycleState
 	cache    *ObjectCache
@@ -168,6 +169,10 @@ func Open(opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.openOrphanBooks(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.space = newSpaceGuard(opts, opts.Logger)
 	return s, nil
 }
@@ -209,6 +214,9 @@ func (s *Store) Close() error {
 	s.StopVacuum()
 	var errs []error
 	if s.meta != nil {
+		if s.orphans.floor > 0 { // Open got that far
+			errs = append(errs, s.closeOrphanBooks())
+		}
 		errs = append(errs, s.meta.Close())
 	}
 	if s.blob != nil {

@@ -77,6 +77,9 @@ func (s *Store) Vacuum(ctx context.Context, threshold float64) (VacuumResult, er
 
 	var res VacuumResult
 	var err error
+	if aerr := s.auditOrphans(ctx); aerr != nil && ctx.Err() == nil {
+		s.log.Warn("vacuum: orphan audit", "err", aerr)
+	}
 	for _, seg := range s.vacuumCandidates(threshold) {
 		if err = ctx.Err(); err != nil {
 			break
@@ -264,6 +267,11 @@ var testHookReferences func(bucket, key string)
 func (s *Store) references(bucket, key string, version uint64) ([]referencer, error) {
 	view := s.meta.NewView()
 	defer view.Close()
+	return s.referencesIn(view, bucket, key, version)
+}
+
+// referencesIn is references as of view.
+func (s *Store) referencesIn(view *meta.View, bucket, key string, version uint64) ([]referencer, error) {
 	obj, err := view.GetObject(bucket, key)
 	if err != nil && !errors.Is(err, meta.ErrNotFound) {
 		return nil, err

@@ -38,7 +38,14 @@ type UploadListResult struct {
 // The order is that of the pebble keys ("u" bucket 0x00 key 0x00 uploadID).
 // For an object key containing 0x00 this can differ from (key, uploadID)
 // order; paging with the Next markers still returns every upload exactly
-// once, because pages resume at a key position, not at a filter.
+// once, because pages resume at a key position, not at a filter
+// (TestListUploadsPagesNULKeys).
+//
+// Known limit: a common prefix that itself contains 0x00 (a delimiter or
+// prefix with 0x00 in it) can share its encoded bytes with the separator
+// of a shorter key: the seek past the common prefix then skips that
+// key's uploads ("a" under common prefix "a" 0x00), and a page ending
+// among them can list the common prefix again.
 func (db *DB) ListUploads(bucket string, o UploadListOptions) (*UploadListResult, error) {
 	limit := o.MaxUploads
 	if limit <= 0 {

@@ -259,9 +259,17 @@ func TestScanObjects(t *testing.T) {
 // the Next markers still returns every upload and every common prefix
 // exactly once, whatever the page size and delimiter.
 func TestListUploadsPagesNULKeys(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { listUploadsNUL(t, seed) })
+	}
+}
+
+func listUploadsNUL(t *testing.T, seed uint64) {
 	db := openMem(t)
-	rng := rand.New(rand.NewPCG(9, 9))
-	atoms := []string{"a", "\x00", "\x00\x01", "/", "\xff", "0"}
+	rng := rand.New(rand.NewPCG(seed, 9))
+	// "00000000000000" after a 0x00 spells the start of the upload IDs of
+	// the shorter key (versions in hex): their uploads interleave.
+	atoms := []string{"a", "\x00", "\x00\x01", "/", "\xff", "0", "\x0000000000000000"}
 	uploads := map[uploadRef]bool{}
 	commit(t, db, func(b *Batch) {
 		for v := range 300 {
@@ -274,8 +282,8 @@ func TestListUploadsPagesNULKeys(t *testing.T) {
 			uploads[uploadRef{u.Key, u.UploadID}] = true
 		}
 	})
-	for _, delim := range []string{"", "/"} {
-		for _, prefix := range []string{"", "a", "\x00", "a\x00"} {
+	for _, delim := range []string{"", "/", "\x00", "a\x00", "\x000"} {
+		for _, prefix := range []string{"", "a", "\x00", "a\x00", "a\x000"} {
 			for _, size := range []int{1, 2, 7, 1000} {
 				wantUps, wantPre := map[uploadRef]bool{}, map[string]bool{}
 				for u := range uploads {

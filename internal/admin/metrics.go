@@ -86,6 +86,7 @@ var (
 	dAppended      = desc("b3_segment_appended_bytes_total", "Record bytes appended to segments.")
 	dReadBytes     = desc("b3_segment_read_bytes_total", "Bytes read from segment files.")
 	dCorrupt       = desc("b3_segment_corrupt_records_total", "Records found corrupt.")
+	dMisdirected   = desc("b3_segment_misdirected_records_total", "Valid records a read refused: another object's, or out of place (metadata and segments disagree). Also counted corrupt.")
 	dSegments      = desc("b3_segments", "Segment files.")
 	dSegBytes      = desc("b3_segment_bytes", "Bytes in segment files.")
 	dSegDead       = desc("b3_segment_dead_bytes", "Dead bytes in segment files (reclaimable by vacuum).")
@@ -110,7 +111,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dIOBytes, dIOWaits, dIOWaitSeconds, dIOLimit, dFsyncs, dFsyncSeconds, dFsyncMax,
-		dGroupBatch, dAppended, dReadBytes, dCorrupt, dSegments, dSegBytes, dSegDead, dVacRunning, dVacRemoved,
+		dGroupBatch, dAppended, dReadBytes, dCorrupt, dMisdirected, dSegments, dSegBytes, dSegDead, dVacRunning, dVacRemoved,
 		dVacReclaimed, dVacCopied, dVacLast, dLcExpired, dLcAborted, dLcPasses, dLcReeval, dCacheHits, dCacheMisses,
 		dCacheEvict, dCacheInval, dCacheBytes, dCacheEntries, dFreeBytes} {
 		ch <- d
@@ -149,6 +150,7 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(dAppended, float64(bs.BytesAppended))
 	counter(dReadBytes, float64(bs.BytesRead))
 	counter(dCorrupt, float64(bs.CorruptRecords))
+	counter(dMisdirected, float64(bs.MisdirectedRecords))
 
 	var segs, size, dead float64
 	for _, seg := range c.Store.Segments() {

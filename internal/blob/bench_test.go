@@ -102,7 +102,7 @@ func BenchmarkReadCold(b *testing.B) {
 			b.Fatalf("drop the page cache (run as root): %v", err)
 		}
 		b.StartTimer()
-		r, err := s.NewReader(context.Background(), exts[i%values], 0, size)
+		r, err := s.NewReader(context.Background(), Owner{Key: fmt.Appendf(nil, "read/%d", i%values)}, exts[i%values], 0, size)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -54,6 +54,9 @@
 //   - SyncNone: no fsync on the write path. A crash, even a kill of the
 //     process, may lose writes still in the user-space buffer.
 //
+// CopyRecords (vacuum) returns only once its copies are fsynced, under
+// every policy: a copy stands in for a record that may be old and durable.
+//
 // A cut writes the filled part of the buffer rounded up to a block, zero
 // padded; the next write of that block repeats its prefix, so a rewritten
 // block never changes bytes written before. Rollover fsyncs the old segment
@@ -76,8 +79,12 @@
 //
 // Readers read through one shared buffered read-only handle per segment
 // (page cache), verify each record's payload CRC before releasing any of
-// its bytes, and report corruption as errors wrapping ErrCorrupt — never
-// wrong bytes. A Reader pins its segments: RemoveSegment deletes the file
+// its bytes, and check each record's owner (key and version) and chunk
+// offset against the value asked for: a record that is not the value's
+// (metadata and segments disagree, as after a crash under SyncNone) is
+// refused like a corrupt one and counted (Stats.MisdirectedRecords).
+// Corruption is reported as errors wrapping ErrCorrupt — never wrong
+// bytes. A Reader pins its segments: RemoveSegment deletes the file
 // only when the last pin goes. A read of bytes not yet written to the file
 // (possible under SyncNone) first forces a flush up to them.
 //

@@ -62,8 +62,38 @@ func mustAppend(t testing.TB, s *Store, key string, data []byte) []Extent {
 	return ext
 }
 
+// ownerAt returns the owner recorded in the first record of ext: the
+// tests reading through these helpers check bytes, and read as the owner
+// the value was written by; reader_test.go checks owners.
+func ownerAt(s *Store, ext []Extent) Owner {
+	if len(ext) == 0 {
+		return Owner{}
+	}
+	f, err := s.pin(ext[0].Segment)
+	if err != nil {
+		return Owner{}
+	}
+	defer s.unpin(ext[0].Segment)
+	if s.ensureFlushed(ext[0].Segment, ext[0].Offset+headerSize) != nil {
+		return Owner{}
+	}
+	hdr := make([]byte, headerSize)
+	if _, err := f.ReadAt(hdr, ext[0].Offset); err != nil {
+		return Owner{}
+	}
+	h, err := parseHeader(hdr)
+	if err != nil {
+		return Owner{}
+	}
+	key := make([]byte, h.keyLen)
+	if _, err := f.ReadAt(key, ext[0].Offset+headerSize); err != nil {
+		return Owner{}
+	}
+	return Owner{Key: key, Version: h.version}
+}
+
 func readRange(s *Store, ext []Extent, off, n int64) ([]byte, error) {
-	r, err := s.NewReader(context.Background(), ext, off, n)
+	r, err := s.NewReader(context.Background(), ownerAt(s, ext), ext, off, n)
 	if err != nil {
 		return nil, err
 	}

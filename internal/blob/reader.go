@@ -10,19 +10,34 @@ import (
 )
 
 // Reader streams payload bytes of a value. It verifies each record's
-// payload CRC before releasing any of its bytes, so a corrupt record yields
+// payload CRC before releasing any of its bytes, and each record's owner
+// (key and version) and chunk offset before using it at all, so a corrupt
+// record, or metadata pointing at records that are not the value's, yields
 // an error wrapping ErrCorrupt, never wrong bytes. It pins the segments it
 // reads until Close. Not safe for concurrent use.
 type Reader struct {
 	s       *Store
 	ctx     context.Context
+	owner   Owner
 	extents []Extent
 	files   map[uint64]vfs.File
 
-	idx       int   // current extent
-	recOff    int64 // file offset of the next record in extents[idx]
-	consumed  int64 // payload bytes of extents[idx] before recOff
+	idx      int   // current extent
+	recOff   int64 // file offset of the next record in extents[idx]
+	consumed int64 // payload bytes of extents[idx] before recOff
+	// Chunk offsets: inside an extent, each record's follows on from the
+	// one before (chunkNext). An extent's first record starts the value
+	// (0), or continues the previous extent (prevEnd, if its records were
+	// all read), or starts a multipart object's next part (0 again);
+	// after extents skipped unread it can only be checked against base,
+	// the payload bytes of the extents before it. Metadata does not say
+	// where parts begin, so offset 0 is accepted at any extent's start:
+	// the check guarantees the owner's bytes, each append's in order, not
+	// the order of parts.
 	chunkNext uint64
+	prevEnd   uint64
+	prevKnown bool
+	base      int64
 	skip      int64 // payload bytes still to skip before the range
 	remaining int64 // payload bytes of the range not yet returned
 	pending   []byte
@@ -50,10 +65,11 @@ var (
 	_ io.WriterTo   = (*Reader)(nil)
 )
 
-// NewReader returns a reader of payload bytes [off, off+n) of the value
-// whose records are extents, in payload order. ctx is used for every read
-// (rate limiter priority, cancellation).
-func (s *Store) NewReader(ctx context.Context, extents []Extent, off, n int64) (*Reader, error) {
+// NewReader returns a reader of payload bytes [off, off+n) of owner's value
+// whose records are extents, in payload order. Every record read must
+// carry owner's key and version and the chunk offset its place implies.
+// ctx is used for every read (rate limiter priority, cancellation).
+func (s *Store) NewReader(ctx context.Context, owner Owner, extents []Extent, off, n int64) (*Reader, error) {
 	var total int64
 	for _, e := range extents {
 		if e.Size < 0 || e.Offset < 0 || e.Length < e.Size {
@@ -64,7 +80,7 @@ func (s *Store) NewReader(ctx context.Context, extents []Extent, off, n int64) (
 	if off < 0 || n < 0 || off+n > total {
 		return nil, fmt.Errorf("blob: range [%d, %d) outside a value of %d bytes", off, off+n, total)
 	}
-	r := &Reader{s: s, ctx: ctx, extents: extents, files: map[uint64]vfs.File{}, skip: off, remaining: n}
+	r := &Reader{s: s, ctx: ctx, owner: owner, extents: extents, files: map[uint64]vfs.File{}, skip: off, remaining: n}
 	if n == 0 {
 		return r, nil
 	}
@@ -172,6 +188,15 @@ func (r *Reader) corrupt(seg uint64, off int64, reason string) error {
 	return &CorruptError{Segment: seg, Offset: off, Reason: reason}
 }
 
+// misdirected reports a valid record that is not the one the metadata
+// promised: another owner's, or the value's own at another offset. It is
+// corruption (counted with the rest) and counted apart: it means metadata
+// and segments disagree, not that a disk flipped bits.
+func (r *Reader) misdirected(seg uint64, off int64, reason string) error {
+	r.s.stats.misdirected.Add(1)
+	return r.corrupt(seg, off, reason)
+}
+
 // nextRecord makes pending the verified part of the next record that falls
 // in the range.
 func (r *Reader) nextRecord() error {
@@ -193,6 +218,8 @@ func (r *Reader) nextRecord() error {
 			}
 			// Done with this extent, or the range starts past it.
 			r.skip -= ext.Size - r.consumed
+			r.prevEnd, r.prevKnown = r.chunkNext, r.recOff == extEnd
+			r.base += ext.Size
 			r.idx++
 			r.consumed = 0
 			if r.idx < len(r.extents) {
@@ -217,9 +244,6 @@ func (r *Reader) nextRecord() error {
 		if err != nil {
 			return err
 		}
-		if r.consumed > 0 && rec.header.chunkOff != r.chunkNext {
-			return r.corrupt(ext.Segment, r.recOff, fmt.Sprintf("chunk offset %d, want %d", rec.header.chunkOff, r.chunkNext))
-		}
 		r.advance(rec.header)
 		payload := rec.payload[r.skip:]
 		r.skip = 0
@@ -238,6 +262,31 @@ func (r *Reader) advance(h recordHeader) {
 	r.recOff += int64(h.recordLen())
 	r.consumed += int64(h.payloadLen)
 	r.chunkNext = h.chunkOff + uint64(h.payloadLen)
+}
+
+// checkPlace verifies that the record at r.recOff, whose header and key
+// are h and key, is the next record of the reader's value.
+func (r *Reader) checkPlace(ext Extent, h recordHeader, key []byte) error {
+	if h.version != r.owner.Version || string(key) != string(r.owner.Key) {
+		return r.misdirected(ext.Segment, r.recOff, fmt.Sprintf("record of %q version %d, want %q version %d", key, h.version, r.owner.Key, r.owner.Version))
+	}
+	var ok bool
+	switch {
+	case r.consumed > 0:
+		ok = h.chunkOff == r.chunkNext
+	case h.chunkOff == 0:
+		ok = true
+	case r.idx == 0:
+		ok = false
+	case r.prevKnown:
+		ok = h.chunkOff == r.prevEnd
+	default:
+		ok = h.chunkOff <= uint64(r.base)
+	}
+	if !ok {
+		return r.misdirected(ext.Segment, r.recOff, fmt.Sprintf("chunk offset %d out of place (extent %d, %d bytes into it)", h.chunkOff, r.idx, r.consumed))
+	}
+	return nil
 }
 
 // window returns the bytes [off, off+need) of ext's segment, reading up to
@@ -311,7 +360,7 @@ func (r *Reader) header(ext Extent, off int64) (recordHeader, error) {
 	if headerChecksum(b, b[headerSize:]) != h.headerCRC {
 		return h, r.corrupt(ext.Segment, off, "header checksum mismatch")
 	}
-	return h, nil
+	return h, r.checkPlace(ext, h, b[headerSize:])
 }
 
 // record reads and verifies the whole record at off.

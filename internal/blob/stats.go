@@ -27,18 +27,22 @@ type Stats struct {
 	// [0]=1, [1]=2-3, [2]=4-7, ... [7]=128 or more.
 	GroupBatchHist [BatchBuckets]int64
 
-	CorruptRecords  int64 // records found corrupt by readers, scans and copies
-	SegmentsCreated int64
-	SegmentsRemoved int64
-	Checkpoints     int64
+	CorruptRecords int64 // records found corrupt by readers, scans and copies
+	// MisdirectedRecords counts valid records a Reader refused because
+	// they are not the value's (another owner's, or out of place): the
+	// metadata disagrees with the segments. Also in CorruptRecords.
+	MisdirectedRecords int64
+	SegmentsCreated    int64
+	SegmentsRemoved    int64
+	Checkpoints        int64
 }
 
 type counters struct {
-	bytesAppended, payloadAppended, records, recordsCopied, bytesRead atomic.Int64
-	fsyncs, fsyncNanos, fsyncMaxNanos                                 atomic.Int64
-	groupCommits, groupWaiters, groupMaxWaiters                       atomic.Int64
-	groupBatchHist                                                    [BatchBuckets]atomic.Int64
-	corrupt, segmentsCreated, segmentsRemoved, checkpoints            atomic.Int64
+	bytesAppended, payloadAppended, records, recordsCopied, bytesRead   atomic.Int64
+	fsyncs, fsyncNanos, fsyncMaxNanos                                   atomic.Int64
+	groupCommits, groupWaiters, groupMaxWaiters                         atomic.Int64
+	groupBatchHist                                                      [BatchBuckets]atomic.Int64
+	corrupt, misdirected, segmentsCreated, segmentsRemoved, checkpoints atomic.Int64
 }
 
 func storeMax(a *atomic.Int64, v int64) {
@@ -71,21 +75,22 @@ func (c *counters) groupCommit(waiters int) {
 func (s *Store) Stats() Stats {
 	c := &s.stats
 	st := Stats{
-		BytesAppended:   c.bytesAppended.Load(),
-		PayloadAppended: c.payloadAppended.Load(),
-		Records:         c.records.Load(),
-		RecordsCopied:   c.recordsCopied.Load(),
-		BytesRead:       c.bytesRead.Load(),
-		Fsyncs:          c.fsyncs.Load(),
-		FsyncNanos:      c.fsyncNanos.Load(),
-		FsyncMaxNanos:   c.fsyncMaxNanos.Load(),
-		GroupCommits:    c.groupCommits.Load(),
-		GroupWaiters:    c.groupWaiters.Load(),
-		GroupMaxWaiters: c.groupMaxWaiters.Load(),
-		CorruptRecords:  c.corrupt.Load(),
-		SegmentsCreated: c.segmentsCreated.Load(),
-		SegmentsRemoved: c.segmentsRemoved.Load(),
-		Checkpoints:     c.checkpoints.Load(),
+		BytesAppended:      c.bytesAppended.Load(),
+		PayloadAppended:    c.payloadAppended.Load(),
+		Records:            c.records.Load(),
+		RecordsCopied:      c.recordsCopied.Load(),
+		BytesRead:          c.bytesRead.Load(),
+		Fsyncs:             c.fsyncs.Load(),
+		FsyncNanos:         c.fsyncNanos.Load(),
+		FsyncMaxNanos:      c.fsyncMaxNanos.Load(),
+		GroupCommits:       c.groupCommits.Load(),
+		GroupWaiters:       c.groupWaiters.Load(),
+		GroupMaxWaiters:    c.groupMaxWaiters.Load(),
+		CorruptRecords:     c.corrupt.Load(),
+		MisdirectedRecords: c.misdirected.Load(),
+		SegmentsCreated:    c.segmentsCreated.Load(),
+		SegmentsRemoved:    c.segmentsRemoved.Load(),
+		Checkpoints:        c.checkpoints.Load(),
 	}
 	for i := range st.GroupBatchHist {
 		st.GroupBatchHist[i] = c.groupBatchHist[i].Load()

@@ -245,8 +245,10 @@ func (s *Store) appendRecord(ctx context.Context, hdr, key, payload []byte) (Ext
 
 // CopyRecords re-appends recs, in order, as new records of the same owner
 // and chunk offset, verifying each record (owner, offset and both CRCs)
-// while copying. It returns the new extents, durable per Options.Sync:
-// consecutive records of one owner with contiguous chunk offsets that land
+// while copying. It returns the new extents, durable (fsynced) under every
+// policy, SyncNone included: a copy stands in for a record that may be old
+// and durable, and SyncNone may lose recent writes, never old ones. In the
+// extents, consecutive records of one owner with contiguous chunk offsets that land
 // next to each other are merged into one extent, so each returned extent
 // covers a run of consecutive entries of recs. A record that fails
 // verification stops the copy with an error wrapping ErrCorrupt; the
@@ -265,6 +267,11 @@ func (s *Store) CopyRecords(ctx context.Context, recs []Record) ([]Extent, error
 	out, last, err := s.copyRecords(ctx, recs)
 	if err != nil || len(out) == 0 {
 		return out, err
+	}
+	if s.opts.Sync == SyncNone {
+		// Copies stand in for records that are durable: they are made
+		// durable too before anyone points at them, whatever the policy.
+		return out, s.syncThrough(last)
 	}
 	return out, s.waitDurable(ctx, last)
 }

@@ -28,7 +28,7 @@ func TestAppendReadRoundTrip(t *testing.T) {
 			}
 			checkRead(t, s, ext, data)
 			// WriterTo path.
-			r, err := s.NewReader(context.Background(), ext, 0, int64(n))
+			r, err := s.NewReader(context.Background(), Owner{Key: fmt.Append(nil, "k", n), Version: 1}, ext, 0, int64(n))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func TestReadRanges(t *testing.T) {
 			}
 		})
 	}
-	if _, err := s.NewReader(context.Background(), ext, size-1, 2); err == nil {
+	if _, err := s.NewReader(context.Background(), ownerAt(s, ext), ext, size-1, 2); err == nil {
 		t.Fatal("range past the end accepted")
 	}
 }
@@ -237,7 +237,7 @@ func TestRemoveSegmentWithReader(t *testing.T) {
 		t.Fatal("removed the active segment")
 	}
 
-	r, err := s.NewReader(context.Background(), ext, 0, int64(len(data)))
+	r, err := s.NewReader(context.Background(), Owner{Key: []byte("a"), Version: 1}, ext, 0, int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestRemoveSegmentWithReader(t *testing.T) {
 	if _, err := fsys.Stat(s.segmentPath(seg)); err != nil {
 		t.Fatalf("file gone while a reader pins it: %v", err)
 	}
-	if _, err := s.NewReader(context.Background(), ext, 0, 1); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.NewReader(context.Background(), Owner{Key: []byte("a"), Version: 1}, ext, 0, 1); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("new reader of removed segment: %v", err)
 	}
 	for _, info := range s.Segments() {

@@ -289,6 +289,22 @@ func (s *Store) rolloverLocked() (*segWriter, error) {
 	return w, nil
 }
 
+// Seal seals the active segment, if it holds any record, and starts the
+// next: records appended from now on land in segments after every one
+// that exists now.
+func (s *Store) Seal() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.failed(); err != nil {
+		return err
+	}
+	if s.active.end.Load() == 0 {
+		return nil
+	}
+	_, err := s.rolloverLocked()
+	return err
+}
+
 // createSegment creates segment id, syncs the directory and registers it
 // as the active segment's file.
 func (s *Store) createSegment(id uint64) (*segWriter, error) {

@@ -120,10 +120,22 @@ func (b *Batch) DeleteSegmentCounter(segment uint64) {
 // the batch is durable. After a failed Commit nothing of the batch was
 // applied (pebble applies a batch whole or not at all).
 func (b *Batch) Commit() error {
+	return b.commit(b.db.write)
+}
+
+// CommitSync is Commit, durable on return whatever Options.Sync says: the
+// WAL is fsynced, and with it every batch committed before. Writes that
+// must never be lost, not even under a "none" policy (vacuum moving old
+// objects), commit this way.
+func (b *Batch) CommitSync() error {
+	return b.commit(pebble.Sync)
+}
+
+func (b *Batch) commit(opts *pebble.WriteOptions) error {
 	if b.err != nil {
 		return b.err
 	}
-	if err := b.b.Commit(b.db.write); err != nil {
+	if err := b.b.Commit(opts); err != nil {
 		return fmt.Errorf("commit meta batch: %w", err)
 	}
 	return nil

@@ -143,7 +143,12 @@ func (db *DB) Close() error {
 
 // get calls decode with the value stored under key, or returns ErrNotFound.
 func (db *DB) get(key []byte, decode func(value []byte) error) error {
-	v, closer, err := db.pdb.Get(key)
+	return getFrom(db.pdb, key, decode)
+}
+
+// getFrom is get on a reader: the DB, or a View's snapshot.
+func getFrom(r pebble.Reader, key []byte, decode func(value []byte) error) error {
+	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return ErrNotFound
 	}
@@ -186,8 +191,12 @@ func (db *DB) ListBuckets() ([]Bucket, error) {
 
 // GetObject returns the object record of bucket/key.
 func (db *DB) GetObject(bucket, key string) (*Object, error) {
+	return getObject(db.pdb, bucket, key)
+}
+
+func getObject(r pebble.Reader, bucket, key string) (*Object, error) {
 	var o *Object
-	err := db.get(objectKey(bucket, key), func(v []byte) (err error) {
+	err := getFrom(r, objectKey(bucket, key), func(v []byte) (err error) {
 		o, err = decodeObject(bucket, key, v, true)
 		return err
 	})

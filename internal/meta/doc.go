@@ -12,7 +12,9 @@
 //     may lose recently committed batches, but never part of one.
 //   - Reads (Get*, List*, Scan*) see a consistent point-in-time view: each
 //     call reads one pebble snapshot, so a listing never mixes the states
-//     before and after one batch.
+//     before and after one batch. A decision that needs several reads
+//     makes them on one View (NewView), which sees one instant for all.
+//   - Batch.CommitSync is durable on return even without Options.Sync.
 //   - NextVersion is strictly increasing for the life of the directory,
 //     across restarts and crashes. Versions start at 1; 0 means "none".
 //   - Dead-byte counters are added with a pebble merge operator, so batches
@@ -37,7 +39,8 @@
 //	"p" uploadID partNumber(u16 big-endian)           Part record
 //	"s" segmentID(u64 big-endian)                     dead bytes (int64, merged)
 //	"m" name                                          misc: "mversion" (version
-//	                                                  high-water mark), "mformat"
+//	                                                  high-water mark), "mformat",
+//	                                                  "mstate" (EngineState)
 //
 // Bucket names never contain 0x00, so "o" bucket 0x00 orders the objects of
 // one bucket by the bytes of their keys, and bucket "a" never interleaves
@@ -45,9 +48,12 @@
 // upload key is therefore parsed from its end: uploadID has the fixed length
 // UploadIDLen and is preceded by 0x00. Uploads are listed in pebble key
 // order, which is (key, uploadID) order except for object keys containing
-// 0x00 (documented in ListUploads). Upload IDs begin with the reserved
-// version in hex, so the uploads of one key list in the order they were
-// created, as in S3.
+// 0x00 (documented in ListUploads): the uploads of "a" 0x00 0x01 come
+// before those of "a". A scan must therefore never decide it has passed a
+// key by comparing Go strings; View.UploadOf seeks the exact key and
+// version. Upload IDs begin with the reserved version in hex, so the
+// uploads of one key list in the order they were created, as in S3, and
+// one seek finds the upload of a version.
 //
 // Record values start with a format-version byte; each layout is drawn next
 // to its encoder (record_*.go). Decoders return an error wrapping ErrCorrupt

@@ -37,8 +37,19 @@ type UploadListResult struct {
 //
 // The order is that of the pebble keys ("u" bucket 0x00 key 0x00 uploadID).
 // For an object key containing 0x00 this can differ from (key, uploadID)
-// order; paging with the Next markers still returns every upload exactly
-// once, because pages resume at a key position, not at a filter.
+// order; paging with the Next markers still returns every upload and
+// every common prefix exactly once, because pages resume at a key
+// position, not at a filter (TestListUploadsPagesNULKeys).
+//
+// A common prefix containing 0x00 (from a delimiter or a prefix holding
+// it) is ambiguous in that order: its encoded bytes can also begin the
+// uploads of a shorter key ("a" 0x00 uploadID under common prefix
+// "a" 0x00). Past such a prefix the listing steps instead of seeking, so
+// as not to skip those uploads (a page then costs the uploads under the
+// prefix, not O(1) for it), and it decides whether an earlier page
+// listed the prefix by looking for one of its keys before the page's
+// start, not by comparing strings. A page that ends on such a prefix
+// resumes at its first key.
 func (db *DB) ListUploads(bucket string, o UploadListOptions) (*UploadListResult, error) {
 	limit := o.MaxUploads
 	if limit <= 0 {
@@ -47,10 +58,6 @@ func (db *DB) ListUploads(bucket string, o UploadListOptions) (*UploadListResult
 	limit = clampMax(limit)
 	base := uploadPrefix(bucket)
 	lower := append(bytes.Clone(base), o.Prefix...)
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: successor(lower)})
-	if err != nil {
-		return nil, fmt.Errorf("list uploads %q: %w", bucket, err)
-	}
 	start := lower
 	skipMarkerKey := false
 	if o.KeyMarker != "" {
@@ -60,21 +67,42 @@ func (db *DB) ListUploads(bucket string, o UploadListOptions) (*UploadListResult
 			after = append(append(after, o.UploadIDMarker...), 0)
 		} else {
 			skipMarkerKey = true
+			if ambiguous(o.KeyMarker) {
+				// The page before ended on this common prefix, listed at
+				// its first key: resume there (uploads of shorter keys
+				// that pebble puts before it were listed already).
+				first, err := db.firstUnder(base, o.KeyMarker)
+				if err != nil {
+					return nil, fmt.Errorf("list uploads %q: %w", bucket, err)
+				}
+				if first != nil && bytes.Compare(first, after) > 0 {
+					after = first
+				}
+			}
 		}
 		if bytes.Compare(after, start) > 0 {
 			start = after
 		}
 	}
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: successor(lower)})
+	if err != nil {
+		return nil, fmt.Errorf("list uploads %q: %w", bucket, err)
+	}
 	res := &UploadListResult{}
 	count := 0
+	var stepping []byte // base+cp of an ambiguous common prefix being stepped over
+	var steppingCP string
 	for valid := it.SeekGE(start); valid; {
 		full := it.Key()
+		if stepping != nil && !bytes.HasPrefix(full, stepping) {
+			stepping = nil
+		}
 		key, id, ok := parseUploadSuffix(full[len(base):])
 		if !ok {
 			_ = it.Close()
 			return nil, fmt.Errorf("list uploads: %w: upload key %q", ErrCorrupt, full)
 		}
-		if !strings.HasPrefix(key, o.Prefix) {
+		if !strings.HasPrefix(key, o.Prefix) || stepping != nil && strings.HasPrefix(key, steppingCP) {
 			// A Prefix containing 0x00 can match the key separator of a
 			// shorter key ("a" 0x00 id for Prefix "a\x00").
 			valid = it.Next()
@@ -83,7 +111,18 @@ func (db *DB) ListUploads(bucket string, o UploadListOptions) (*UploadListResult
 		if o.Delimiter != "" {
 			if i := strings.Index(key[len(o.Prefix):], o.Delimiter); i >= 0 {
 				cp := key[:len(o.Prefix)+i+len(o.Delimiter)]
-				if cp > o.KeyMarker {
+				encoded := append(bytes.Clone(base), cp...)
+				listed := bytes.Compare(encoded, start) < 0 // S3's cp <= KeyMarker
+				if ambiguous(cp) {
+					listed = skipMarkerKey && cp == o.KeyMarker
+					if !listed {
+						if listed, err = db.underBefore(base, cp, start); err != nil {
+							_ = it.Close()
+							return nil, fmt.Errorf("list uploads %q: %w", bucket, err)
+						}
+					}
+				}
+				if !listed {
 					if count == limit {
 						res.IsTruncated = true
 						break
@@ -92,7 +131,12 @@ func (db *DB) ListUploads(bucket string, o UploadListOptions) (*UploadListResult
 					res.NextKeyMarker, res.NextUploadIDMarker = cp, ""
 					count++
 				}
-				valid = it.SeekGE(successor(append(bytes.Clone(base), cp...)))
+				if ambiguous(cp) {
+					stepping, steppingCP = encoded, cp
+					valid = it.Next()
+				} else {
+					valid = it.SeekGE(successor(encoded))
+				}
 				continue
 			}
 		}
@@ -127,6 +171,49 @@ func (db *DB) ListUploads(bucket string, o UploadListOptions) (*UploadListResult
 	return res, nil
 }
 
+// ambiguous reports whether the upload keys of keys starting with cp may
+// interleave with the uploads of a shorter key: cp contains 0x00, the
+// separator before an upload ID.
+func ambiguous(cp string) bool { return strings.IndexByte(cp, 0) >= 0 }
+
+// firstUnder returns the first upload key (base included) whose object key
+// starts with cp, or nil.
+func (db *DB) firstUnder(base []byte, cp string) ([]byte, error) {
+	return db.seekUnder(base, cp, nil)
+}
+
+// underBefore reports whether an upload key whose object key starts with
+// cp sorts before limit.
+func (db *DB) underBefore(base []byte, cp string, limit []byte) (bool, error) {
+	first, err := db.seekUnder(base, cp, limit)
+	return first != nil, err
+}
+
+// seekUnder returns the first upload key below limit (nil: no limit) whose
+// object key starts with cp. It steps over the uploads of shorter keys
+// interleaved with them: at most those of the keys cp extends with 0x00.
+func (db *DB) seekUnder(base []byte, cp string, limit []byte) ([]byte, error) {
+	lo := append(bytes.Clone(base), cp...)
+	hi := successor(lo)
+	if limit != nil && (hi == nil || bytes.Compare(limit, hi) < 0) {
+		hi = limit
+	}
+	if hi != nil && bytes.Compare(lo, hi) >= 0 {
+		return nil, nil
+	}
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, err
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		if key, _, ok := parseUploadSuffix(it.Key()[len(base):]); ok && strings.HasPrefix(key, cp) {
+			found := bytes.Clone(it.Key())
+			return found, it.Close()
+		}
+	}
+	return nil, it.Close()
+}
+
 // ListParts returns up to max parts of an upload with numbers greater than
 // marker, in number order, and whether more follow. max <= 0 or > 1000
 // means 1000.
@@ -138,12 +225,12 @@ func (db *DB) ListParts(uploadID string, marker, maxParts int) (parts []*Part, t
 		maxParts = DefaultMaxKeys
 	}
 	marker = min(max(marker, 0), MaxPartNumber)
-	return db.listParts(uploadID, marker, clampMax(maxParts))
+	return listParts(db.pdb, uploadID, marker, clampMax(maxParts))
 }
 
-func (db *DB) listParts(uploadID string, marker, limit int) ([]*Part, bool, error) {
+func listParts(r pebble.Reader, uploadID string, marker, limit int) ([]*Part, bool, error) {
 	prefix := partPrefix(uploadID)
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
 	if err != nil {
 		return nil, false, fmt.Errorf("list parts %s: %w", uploadID, err)
 	}
@@ -178,6 +265,6 @@ func (db *DB) AllParts(uploadID string) ([]*Part, error) {
 	if !ValidUploadID(uploadID) {
 		return nil, fmt.Errorf("all parts %q: malformed ID: %w", uploadID, ErrNotFound)
 	}
-	parts, _, err := db.listParts(uploadID, 0, MaxPartNumber)
+	parts, _, err := listParts(db.pdb, uploadID, 0, MaxPartNumber)
 	return parts, err
 }

@@ -253,3 +253,79 @@ func TestScanObjects(t *testing.T) {
 		t.Fatalf("callback error: %v after %d calls", err, calls)
 	}
 }
+
+// TestListUploadsPagesNULKeys: with keys holding 0x00 (whose uploads
+// pebble orders before those of shorter keys they extend), paging with
+// the Next markers still returns every upload and every common prefix
+// exactly once, whatever the page size and delimiter.
+func TestListUploadsPagesNULKeys(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { listUploadsNUL(t, seed) })
+	}
+}
+
+func listUploadsNUL(t *testing.T, seed uint64) {
+	db := openMem(t)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	// "00000000000000" after a 0x00 spells the start of the upload IDs of
+	// the shorter key (versions in hex): their uploads interleave.
+	atoms := []string{"a", "\x00", "\x00\x01", "/", "\xff", "0", "\x0000000000000000"}
+	uploads := map[uploadRef]bool{}
+	commit(t, db, func(b *Batch) {
+		for v := range 300 {
+			var sb strings.Builder
+			for n := rng.IntN(4); n >= 0; n-- {
+				sb.WriteString(atoms[rng.IntN(len(atoms))])
+			}
+			u := &Upload{Bucket: "bk", Key: sb.String(), UploadID: NewUploadID(uint64(v + 1)), Version: uint64(v + 1)}
+			b.PutUpload(u)
+			uploads[uploadRef{u.Key, u.UploadID}] = true
+		}
+	})
+	for _, delim := range []string{"", "/", "\x00", "a\x00", "\x000"} {
+		for _, prefix := range []string{"", "a", "\x00", "a\x00", "a\x000"} {
+			for _, size := range []int{1, 2, 7, 1000} {
+				wantUps, wantPre := map[uploadRef]bool{}, map[string]bool{}
+				for u := range uploads {
+					if !strings.HasPrefix(u.key, prefix) {
+						continue
+					}
+					if i := strings.Index(u.key[len(prefix):], delim); delim != "" && i >= 0 {
+						wantPre[u.key[:len(prefix)+i+len(delim)]] = true
+					} else {
+						wantUps[u] = true
+					}
+				}
+				gotUps, gotPre := map[uploadRef]bool{}, map[string]bool{}
+				o := UploadListOptions{Prefix: prefix, Delimiter: delim, MaxUploads: size}
+				for {
+					res, err := db.ListUploads("bk", o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, u := range res.Uploads {
+						r := uploadRef{u.Key, u.UploadID}
+						if gotUps[r] {
+							t.Fatalf("%q/%q/%d: upload %q listed twice", prefix, delim, size, r)
+						}
+						gotUps[r] = true
+					}
+					for _, cp := range res.CommonPrefixes {
+						if gotPre[cp] {
+							t.Fatalf("%q/%q/%d: prefix %q listed twice", prefix, delim, size, cp)
+						}
+						gotPre[cp] = true
+					}
+					if !res.IsTruncated {
+						break
+					}
+					o.KeyMarker, o.UploadIDMarker = res.NextKeyMarker, res.NextUploadIDMarker
+				}
+				if !reflect.DeepEqual(gotUps, wantUps) || !reflect.DeepEqual(gotPre, wantPre) {
+					t.Fatalf("prefix %q delimiter %q page %d: got %d uploads %d prefixes, want %d and %d",
+						prefix, delim, size, len(gotUps), len(gotPre), len(wantUps), len(wantPre))
+				}
+			}
+		}
+	}
+}

@@ -17,7 +17,8 @@
 //	  6. acknowledge
 //
 // A failure before step 5 leaves only unreferenced records behind; their
-// bytes are counted dead at once, or (after a crash) found by vacuum.
+// bytes are counted dead at once, or, after a crash, by the audit of the
+// first vacuum pass (see orphans.go).
 //
 // A body of at most Options.InlineMax bytes skips steps 2 and 3: it is read
 // into memory and installed inside the object's record (meta.Object.Inline)
@@ -35,6 +36,17 @@
 //   - Every change of one key's records (put, delete, complete, vacuum swap)
 //     happens under that key's lock, so vacuum's compare-and-swap cannot undo
 //     a concurrent write or delete.
+//   - Vacuum decides what references an owner's records from one meta.View
+//     (one pebble snapshot), never from reads at different instants: by the
+//     invariant above, what is unreferenced in one consistent view is dead
+//     for good, while a part handed to its object between two separate
+//     reads would be missed by both. Uploads are found by key and version
+//     (upload IDs begin with the version), never by comparing Go strings
+//     with keys pebble orders as key 0x00 uploadID.
+//   - Every record a read returns bytes from carries the object's owner
+//     (bucket/key and version) at the chunk offset its place implies
+//     (blob.Reader); metadata that points elsewhere is an error and a count
+//     (Stats.MisdirectedRecords), never another object's bytes.
 //
 // # Vacuum
 //
@@ -42,9 +54,12 @@
 // still referenced are copied forward (background I/O priority), and each
 // referencing record is switched to the copy only if it still references the
 // original. The segment file is removed only when every live record in it
-// was moved, and only when no write still in flight may reference it. A
+// was moved, and only when no write still in flight may reference it. The
+// copies are fsynced and each swap commits with a synced metadata batch
+// under every sync policy, "none" included, before the segment goes: a
 // crash at any point leaves either the old reference (to a segment that
-// still exists) or the new one (to synced copies).
+// still exists) or the new one (to synced copies). "none" may lose recent
+// writes, never old ones.
 //
 // # Lifecycle expiry
 //

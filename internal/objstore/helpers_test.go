@@ -11,6 +11,7 @@ import (
 
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/vfs"
 )
@@ -87,3 +88,40 @@ func read(s *Store, bucket, key string) ([]byte, error) {
 }
 
 func bucketRecord(name string) *meta.Bucket { return &meta.Bucket{Name: name, Owner: "test"} }
+
+// checkUploadParts reads every part of every upload in progress: each
+// must still be whole (its segments present, its records its own). It
+// returns how many parts it read.
+func checkUploadParts(t testing.TB, s *Store) int {
+	t.Helper()
+	uploads := map[string]*meta.Upload{}
+	err := s.meta.ScanUploads("", func(up *meta.Upload) error {
+		uploads[up.UploadID] = up
+		return nil
+	})
+	n := 0
+	if err == nil {
+		err = s.meta.ScanParts(func(p *meta.Part) error {
+			up := uploads[p.UploadID]
+			if up == nil {
+				return nil // completed or aborted since the uploads were scanned
+			}
+			owner := blob.Owner{Key: ownerKey(up.Bucket, up.Key), Version: up.Version}
+			r, err := s.blob.NewReader(context.Background(), owner, toBlob(p.Extents), 0, p.Size)
+			if err != nil {
+				return fmt.Errorf("part %d of %q upload %s: %w", p.Number, up.Key, up.UploadID, err)
+			}
+			got, err := io.Copy(io.Discard, r)
+			r.Close()
+			if err != nil || got != p.Size {
+				return fmt.Errorf("part %d of %q upload %s: %d of %d bytes: %v", p.Number, up.Key, up.UploadID, got, p.Size, err)
+			}
+			n++
+			return nil
+		})
+	}
+	if err != nil {
+		t.Fatalf("uploads in progress: %v", err)
+	}
+	return n
+}

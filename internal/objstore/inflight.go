@@ -48,3 +48,10 @@ func (w *inflightWrites) floor(activeSegment func() uint64) uint64 {
 	}
 	return f
 }
+
+// empty reports whether no write is in flight.
+func (w *inflightWrites) empty() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.start) == 0
+}

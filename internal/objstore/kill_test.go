@@ -17,13 +17,18 @@ import (
 	"time"
 
 	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/meta"
 )
 
 // The kill test runs the store in a child process (this test binary,
-// re-executed) that writes, overwrites and deletes concurrently with vacuum
-// running, reporting each operation before it starts and once it is
-// acknowledged. The parent kills it with SIGKILL at a random moment,
-// reopens the store and checks every key.
+// re-executed) that writes (single PUTs and multipart uploads), overwrites
+// and deletes concurrently with vacuum running, reporting each operation
+// before it starts and once it is acknowledged. The parent kills it with
+// SIGKILL at a random moment, reopens the store and checks every key.
+// Keys contain 0x00 and 0xFF bytes next to keys they extend, and idle
+// uploads with parts pile up on them, so vacuum's owner lookups and the
+// multipart completions racing with it meet the orderings that once hid
+// parts from vacuum.
 const childEnv = "B3_OBJSTORE_KILL_CHILD"
 
 func killOptions(dir string) Options {
@@ -83,9 +88,13 @@ func TestKill(t *testing.T) {
 				if len(f) != 5 {
 					continue
 				}
-				key, seq, size := f[1], atoi(f[2]), atoi(f[3])
+				key, err := strconv.Unquote(f[1])
+				if err != nil {
+					continue
+				}
+				seq, size := atoi(f[2]), atoi(f[3])
 				var v []byte
-				if f[4] == "put" {
+				if f[4] != "del" {
 					v = value(key, seq, size)
 				}
 				mu.Lock()
@@ -129,22 +138,23 @@ func TestKill(t *testing.T) {
 				got, err = nil, nil
 			}
 			if err != nil {
-				t.Fatalf("round %d: %s: %v", round, key, err)
+				t.Fatalf("round %d: %q: %v", round, key, err)
 			}
 			okAcked := equalState(got, state[key])
 			okPending := isPend[key] && equalState(got, pending[key])
 			if !okAcked && !okPending {
-				t.Fatalf("round %d: %s holds %d bytes: neither the acknowledged state (%d bytes, acked this round: %v) nor the in-flight one",
+				t.Fatalf("round %d: %q holds %d bytes: neither the acknowledged state (%d bytes, acked this round: %v) nor the in-flight one",
 					round, key, len(got), len(state[key]), hasAck[key])
 			}
 			state[key] = got
 			checked++
 		}
 		mu.Unlock()
+		parts := checkUploadParts(t, s)
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("round %d: %d keys verified", round, checked)
+		t.Logf("round %d: %d keys and %d parts of idle uploads verified", round, checked, parts)
 	}
 }
 
@@ -191,26 +201,90 @@ func killChild(dir string) {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(round), uint64(w)))
 			for seq := round * 1_000_000; ; seq++ {
-				key := fmt.Sprintf("w%d/k%03d", w, r.IntN(60))
-				if r.IntN(6) == 0 {
-					say("BEGIN %s %d 0 del\n", key, seq)
+				key := killKey(w, r.IntN(60))
+				q := strconv.Quote(key)
+				op := r.IntN(12)
+				if op < 2 {
+					say("BEGIN %s %d 0 del\n", q, seq)
 					if _, err := s.DeleteObject("b", key); err != nil {
 						fmt.Fprintln(os.Stderr, "child delete:", err)
 						os.Exit(3)
 					}
-					say("ACK %s %d 0 del\n", key, seq)
+					say("ACK %s %d 0 del\n", q, seq)
+					continue
+				}
+				if op == 2 {
+					// An idle upload with a part: it stays, and its part
+					// must stay readable through vacuum passes (the parent
+					// reads every part after each kill).
+					idleUpload(s, key, seq)
 					continue
 				}
 				size := r.IntN(200 << 10)
-				say("BEGIN %s %d %d put\n", key, seq, size)
-				_, err := s.PutObject(context.Background(), PutInput{Bucket: "b", Key: key, Body: bytes.NewReader(value(key, seq, size))})
+				kind := "put"
+				if op < 5 {
+					kind = "mpu"
+				}
+				say("BEGIN %s %d %d %s\n", q, seq, size, kind)
+				v := value(key, seq, size)
+				var err error
+				if kind == "put" {
+					_, err = s.PutObject(context.Background(), PutInput{Bucket: "b", Key: key, Body: bytes.NewReader(v)})
+				} else {
+					err = multipartValue(s, key, v, 1+r.IntN(max(1, size)))
+				}
 				if err != nil {
-					fmt.Fprintln(os.Stderr, "child put:", err)
+					fmt.Fprintln(os.Stderr, "child", kind, err)
 					os.Exit(3)
 				}
-				say("ACK %s %d %d put\n", key, seq, size)
+				say("ACK %s %d %d %s\n", q, seq, size, kind)
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// killKey names writer w's i-th key. Each third key extends the one before
+// it with 0x00 0x01 (pebble orders its uploads before the shorter key's),
+// and each third begins with 0xFF.
+func killKey(w, i int) string {
+	return [...]string{"", "", "\xff"}[i%3] + fmt.Sprintf("w%d/k%02d", w, i/3) + [...]string{"", "\x00\x01", ""}[i%3]
+}
+
+// multipartValue stores v under key as a multipart upload of two parts
+// split at cut (one part if cut >= len(v)).
+func multipartValue(s *Store, key string, v []byte, cut int) error {
+	up, err := s.CreateUpload(&meta.Upload{Bucket: "b", Key: key})
+	if err != nil {
+		return err
+	}
+	parts := [][]byte{v}
+	if cut < len(v) {
+		parts = [][]byte{v[:cut], v[cut:]}
+	}
+	numbers := make([]int, len(parts))
+	for i, p := range parts {
+		if _, err := s.PutPart(context.Background(), "b", key, up.UploadID, i+1, bytes.NewReader(p), nil); err != nil {
+			return err
+		}
+		numbers[i] = i + 1
+	}
+	return completeUpload(s, key, up.UploadID, numbers...)
+}
+
+// idleUpload leaves an upload with one part on key.
+func idleUpload(s *Store, key string, seq int) {
+	if err := idleUploadErr(s, key, seq); err != nil {
+		fmt.Fprintln(os.Stderr, "child idle upload:", err)
+		os.Exit(3)
+	}
+}
+
+func idleUploadErr(s *Store, key string, seq int) error {
+	up, err := s.CreateUpload(&meta.Upload{Bucket: "b", Key: key})
+	if err != nil {
+		return err
+	}
+	_, err = s.PutPart(context.Background(), "b", key, up.UploadID, 1, bytes.NewReader(value(key, -seq, 5000)), nil)
+	return err
 }

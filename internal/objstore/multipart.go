@@ -14,15 +14,15 @@ import (
 // CreateUpload starts a multipart upload. The upload reserves the version
 // the completed object will carry: every part's records are owned by
 // (bucket/key, that version), so vacuum can find what references them.
+// The upload ID is always meta.NewUploadID(version): vacuum finds the
+// upload by the version its ID begins with (meta.View.UploadOf).
 func (s *Store) CreateUpload(up *meta.Upload) (*meta.Upload, error) {
 	version, err := s.meta.NextVersion()
 	if err != nil {
 		return nil, fmt.Errorf("reserve version: %w", err)
 	}
 	up.Version = version
-	if up.UploadID == "" {
-		up.UploadID = meta.NewUploadID(version)
-	}
+	up.UploadID = meta.NewUploadID(version)
 	if up.Initiated.IsZero() {
 		up.Initiated = time.Now().UTC()
 	}

@@ -229,7 +229,7 @@ func (s *Store) OpenObject(ctx context.Context, bucket, key string, rng RangeFun
 		if obj.Inline != nil {
 			return obj, io.NopCloser(bytes.NewReader(obj.Inline[off : off+n])), nil
 		}
-		r, err := s.blob.NewReader(ctx, toBlob(obj.Extents), off, n)
+		r, err := s.blob.NewReader(ctx, recordOwner(obj), toBlob(obj.Extents), off, n)
 		// Vacuum may have moved the object and removed the segment between
 		// reading the record and opening the reader: read the record again.
 		if errors.Is(err, fs.ErrNotExist) && attempt < 5 {
@@ -297,6 +297,13 @@ func (s *Store) UpdateObject(bucket, key string, fn func(*meta.Object) error) (*
 	return cur, nil
 }
 
+// recordOwner is the owner every segment record of obj carries: its key
+// and version (a multipart object's parts were written under the version
+// the upload reserved, which the object took).
+func recordOwner(obj *meta.Object) blob.Owner {
+	return blob.Owner{Key: ownerKey(obj.Bucket, obj.Key), Version: obj.Version}
+}
+
 // cacheOverhead is what a cache entry costs beyond its payload: the record
 // and the bookkeeping, roughly.
 const cacheOverhead = 256
@@ -306,7 +313,7 @@ func (s *Store) readAll(ctx context.Context, obj *meta.Object) ([]byte, error) {
 	if obj.Inline != nil {
 		return obj.Inline, nil
 	}
-	r, err := s.blob.NewReader(ctx, toBlob(obj.Extents), 0, obj.Size)
+	r, err := s.blob.NewReader(ctx, recordOwner(obj), toBlob(obj.Extents), 0, obj.Size)
 	if err != nil {
 		return nil, err
 	}

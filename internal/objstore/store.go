@@ -105,6 +105,7 @@ type Store struct {
 	stopClosing context.CancelFunc
 
 	inflight inflightWrites
+	orphans  orphanBooks
 	vacuum   vacuumState
 	lc       lifecycleState
 	cache    *ObjectCache
@@ -169,6 +170,10 @@ func Open(opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.openOrphanBooks(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.space = newSpaceGuard(opts, opts.Logger)
 	return s, nil
 }
@@ -210,6 +215,9 @@ func (s *Store) Close() error {
 	s.StopVacuum()
 	var errs []error
 	if s.meta != nil {
+		if s.orphans.floor > 0 { // Open got that far
+			errs = append(errs, s.closeOrphanBooks())
+		}
 		errs = append(errs, s.meta.Close())
 	}
 	if s.blob != nil {
@@ -286,8 +294,10 @@ func (s *Store) discard(exts []blob.Extent) {
 	counts := map[uint64]int64{}
 	addDead(b, toMeta(exts), counts)
 	if err := b.Commit(); err != nil {
-		// Not fatal: the bytes are unreferenced and vacuum will find them
-		// when it scans the segment.
+		// Not fatal: the bytes are unreferenced, so vacuum never copies
+		// them; they count dead only once vacuum rewrites the segment for
+		// its other dead bytes (a failed metadata commit usually ends the
+		// run uncleanly, and the next run's audit counts them).
 		s.log.Warn("count discarded extents dead", "err", err)
 		return
 	}

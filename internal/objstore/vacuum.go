@@ -77,6 +77,9 @@ func (s *Store) Vacuum(ctx context.Context, threshold float64) (VacuumResult, er
 
 	var res VacuumResult
 	var err error
+	if aerr := s.auditOrphans(ctx); aerr != nil && ctx.Err() == nil {
+		s.log.Warn("vacuum: orphan audit", "err", aerr)
+	}
 	for _, seg := range s.vacuumCandidates(threshold) {
 		if err = ctx.Err(); err != nil {
 			break
@@ -249,48 +252,52 @@ type referencer struct {
 	extents []meta.Extent
 }
 
+// testHookReferences, set by tests, runs inside references after the
+// object's record was read.
+var testHookReferences func(bucket, key string)
+
 // references finds the records of (bucket/key, version) that reference
 // anything. At most one object, or the parts of at most one upload, do.
+//
+// Every read is made on one meta.View, so the answer is true of one
+// instant: a part handed to its object by a CompleteMultipartUpload
+// committed between two reads cannot escape both. An empty answer is
+// therefore final, without the key lock: once no record references a
+// segment record none ever will again (see doc.go).
 func (s *Store) references(bucket, key string, version uint64) ([]referencer, error) {
-	obj, err := s.currentObject(bucket, key)
-	if err != nil {
+	view := s.meta.NewView()
+	defer view.Close()
+	return s.referencesIn(view, bucket, key, version)
+}
+
+// referencesIn is references as of view.
+func (s *Store) referencesIn(view *meta.View, bucket, key string, version uint64) ([]referencer, error) {
+	obj, err := view.GetObject(bucket, key)
+	if err != nil && !errors.Is(err, meta.ErrNotFound) {
 		return nil, err
+	}
+	if testHookReferences != nil {
+		testHookReferences(bucket, key)
 	}
 	if obj != nil && obj.Version == version {
 		return []referencer{{obj: obj, extents: obj.Extents}}, nil
 	}
-	var refs []referencer
-	opts := meta.UploadListOptions{Prefix: key, MaxUploads: 1000}
-	for {
-		res, err := s.meta.ListUploads(bucket, opts)
-		if errors.Is(err, meta.ErrNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, up := range res.Uploads {
-			if up.Key != key || up.Version != version {
-				continue
-			}
-			parts, err := s.allParts(up.UploadID)
-			if err != nil {
-				return nil, err
-			}
-			for _, p := range parts {
-				refs = append(refs, referencer{part: p, extents: p.Extents})
-			}
-			return refs, nil
-		}
-		if !res.IsTruncated || len(res.Uploads) == 0 {
-			return nil, nil
-		}
-		last := res.Uploads[len(res.Uploads)-1]
-		opts.KeyMarker, opts.UploadIDMarker = last.Key, last.UploadID
-		if last.Key > key {
-			return nil, nil
-		}
+	up, err := view.UploadOf(bucket, key, version)
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	parts, err := view.AllParts(up.UploadID)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]referencer, 0, len(parts))
+	for _, p := range parts {
+		refs = append(refs, referencer{part: p, extents: p.Extents})
+	}
+	return refs, nil
 }
 
 // moveOwner moves the referenced records of one owner out of segment. ok
@@ -301,8 +308,10 @@ func (s *Store) moveOwner(ctx context.Context, segment uint64, id ownerID, recs 
 	if !valid {
 		return 0, false, fmt.Errorf("record owner %q is not bucket/key", id.key)
 	}
-	// Optimistic look without the key lock: references only disappear, or
-	// move intact from a part to the object; swap rechecks under the lock.
+	// A look without the key lock, on one consistent view: references only
+	// disappear, or move intact from a part to the object, so records it
+	// finds unreferenced are dead for good, and swap rechecks the ones it
+	// finds under the lock.
 	refs, err := s.references(bucket, key, id.version)
 	if err != nil {
 		return 0, false, err
@@ -374,7 +383,10 @@ func (s *Store) swap(bucket, key string, version uint64, span, repl []meta.Exten
 		// is removed, the next pass finds it fully dead and removes it.
 		counts := map[uint64]int64{}
 		addDead(b, span, counts)
-		if err := b.Commit(); err != nil {
+		// Synced whatever the policy: the segment is removed once every
+		// swap committed, and a swap lost in a crash would leave the
+		// reference pointing into the removed file.
+		if err := b.CommitSync(); err != nil {
 			return false, err
 		}
 		s.noteDead(counts)

@@ -486,3 +486,65 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestNULKeyUploadsDoNotHidePartsFromVacuum: pebble orders the uploads
+// of "a\x00\x01" before those of "a", though "a\x00\x01" > "a" as
+// strings. More than a page of them once hid the parts of an upload of
+// "a" from vacuum, which removed their segment: the completed object then
+// answered 500. Through the S3 API (AWS SDK) and the admin API, with the
+// default fsync policy.
+func TestNULKeyUploadsDoNotHidePartsFromVacuum(t *testing.T) {
+	n := startNode(t, Config{SegmentSize: 256 << 10, VacuumThreshold: 0.3})
+	ctx := context.Background()
+	c := n.client(t, "", "")
+	bucket := aws.String("nul")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bucket}); err != nil {
+		t.Fatal(err)
+	}
+	for range 1001 {
+		if _, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: bucket, Key: aws.String("a\x00\x01")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: bucket, Key: aws.String("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := bytes.Repeat([]byte("part of a "), 6<<10)
+	pr, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: bucket, Key: aws.String("a"), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: bytes.NewReader(part)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Make the part's segment mostly dead, then seal it.
+	for key, size := range map[string]int{"filler": 180 << 10, "tail": 100 << 10} {
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String(key), Body: bytes.NewReader(make([]byte, size))}); err != nil {
+			t.Fatal(err)
+		}
+		if key == "filler" {
+			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: bucket, Key: aws.String(key)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := n.admin.VacuumStart(ctx, 0.3); err != nil {
+		t.Fatal(err)
+	}
+	if vs := waitVacuum(t, n); vs.SegmentsRemoved == 0 || vs.LastError != "" {
+		t.Fatalf("vacuum removed nothing: %+v", vs)
+	}
+	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: bucket, Key: aws.String("a"), UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: pr.ETag}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: aws.String("a")})
+	if err != nil {
+		t.Fatalf("GET after vacuum: %v", err)
+	}
+	got, err := io.ReadAll(out.Body)
+	out.Body.Close()
+	if err != nil || !bytes.Equal(got, part) {
+		t.Fatalf("GET after vacuum: %d bytes, %v", len(got), err)
+	}
+}

@@ -1,0 +1,203 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sync"
+
+	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/iolimit"
+	"github.com/b3-storage/b3/internal/meta"
+)
+
+// Orphans.
+//
+// A write that fails in a running process counts its records dead at once
+// (discard). A write cut short by a crash cannot: its records may be
+// synced (another writer's group commit covered them), yet no metadata
+// references them and no counter counts them. Left alone they would hold
+// their segment below the vacuum threshold for good.
+//
+// The engine therefore keeps, in meta.EngineState, the orphan floor: a
+// segment at or below the lowest one a write in flight may use
+// (inflightWrites.floor). Floors only grow, so every write in flight at a
+// crash started in a segment at or above the last floor persisted (or a
+// later one). A clean Close, with nothing in flight and nothing left to
+// audit, says so. After any other end, Open seals the recovered segment,
+// so that no record of the new run joins the suspects, and lists the
+// sealed segments at or above the floor. The next vacuum pass audits each
+// once, before it picks candidates: it scans the records and, on one
+// meta.View, finds their references and the segment's counter; the bytes
+// of records referenced by nothing, less the counter, are added to it.
+// The view makes that exact: a delete committed after it counts its bytes
+// in its own batch, and no vacuum swap runs during the audit (it runs
+// inside the pass).
+type orphanBooks struct {
+	mu      sync.Mutex
+	pending []uint64 // segments to audit, ascending
+	floor   uint64   // the floor last persisted
+	closed  bool     // closeOrphanBooks ran
+}
+
+// openOrphanBooks reads how the last run ended and lists the segments to
+// audit. Called by Open before anything is written.
+func (s *Store) openOrphanBooks() error {
+	st, found, err := s.meta.EngineState()
+	if err != nil {
+		return err
+	}
+	var pending []uint64
+	switch {
+	case found && !st.Clean && st.OrphanFloor > 0:
+		if err := s.blob.Seal(); err != nil {
+			return fmt.Errorf("seal the recovered segment: %w", err)
+		}
+		for _, seg := range s.blob.Segments() {
+			if !seg.Active && seg.ID >= st.OrphanFloor {
+				pending = append(pending, seg.ID)
+			}
+		}
+		if len(pending) > 0 {
+			s.log.Info("the last run did not close cleanly: vacuum will audit segments for records of interrupted writes",
+				"segments", len(pending), "from", pending[0])
+		}
+	case found && !st.Clean:
+		s.log.Info("the last run did not close cleanly and left no orphan floor: records of interrupted writes stay uncounted")
+	}
+	floor := s.activeSegment()
+	if len(pending) > 0 {
+		floor = pending[0]
+	}
+	s.orphans.pending, s.orphans.floor = pending, floor
+	return s.putEngineState(meta.EngineState{OrphanFloor: floor})
+}
+
+func (s *Store) putEngineState(st meta.EngineState) error {
+	b := s.meta.NewBatch()
+	defer b.Close()
+	b.PutEngineState(st)
+	if err := b.CommitSync(); err != nil {
+		return fmt.Errorf("record engine state: %w", err)
+	}
+	return nil
+}
+
+// orphanFloor is the floor to persist now: below every write in flight
+// and every segment still to audit.
+func (s *Store) orphanFloor() uint64 {
+	floor := s.inflight.floor(s.activeSegment)
+	if len(s.orphans.pending) > 0 {
+		floor = min(floor, s.orphans.pending[0])
+	}
+	return floor
+}
+
+// auditOrphans audits the segments listed at Open and raises the
+// persisted floor. Vacuum calls it at the start of each pass, under the
+// pass lock. An audit that fails is logged and not retried: it only costs
+// space.
+func (s *Store) auditOrphans(ctx context.Context) error {
+	s.orphans.mu.Lock()
+	defer s.orphans.mu.Unlock()
+	for len(s.orphans.pending) > 0 {
+		seg := s.orphans.pending[0]
+		if err := s.auditSegment(ctx, seg); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s.log.Warn("audit of a segment for records of interrupted writes failed", "segment", seg, "err", err)
+		}
+		s.orphans.pending = s.orphans.pending[1:]
+	}
+	if floor := s.orphanFloor(); floor > s.orphans.floor {
+		// Not synced: a floor lost in a crash leaves an older, lower one,
+		// which only audits more.
+		b := s.meta.NewBatch()
+		defer b.Close()
+		b.PutEngineState(meta.EngineState{OrphanFloor: floor})
+		if err := b.Commit(); err != nil {
+			return fmt.Errorf("record orphan floor: %w", err)
+		}
+		s.orphans.floor = floor
+	}
+	return nil
+}
+
+// closeOrphanBooks records a clean end if nothing is in flight and nothing
+// is left to audit. Called by Close before the metadata closes.
+func (s *Store) closeOrphanBooks() error {
+	s.orphans.mu.Lock()
+	defer s.orphans.mu.Unlock()
+	if s.orphans.closed {
+		return nil
+	}
+	s.orphans.closed = true
+	if len(s.orphans.pending) > 0 || !s.inflight.empty() {
+		return nil // the floor persisted stays; the next Open audits
+	}
+	return s.putEngineState(meta.EngineState{Clean: true, OrphanFloor: s.orphanFloor()})
+}
+
+// auditSegment counts dead the bytes of segment's records that nothing
+// references and its counter does not count yet.
+func (s *Store) auditSegment(ctx context.Context, segment uint64) error {
+	type record struct{ offset, length int64 }
+	owners := map[ownerID][]record{}
+	err := s.blob.ScanSegment(iolimit.WithPriority(ctx, iolimit.Background), segment, func(r blob.Record) error {
+		id := ownerID{string(r.Owner.Key), r.Owner.Version}
+		owners[id] = append(owners[id], record{r.Extent.Offset, r.Extent.Length})
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	view := s.meta.NewView()
+	defer view.Close()
+	counted, err := view.DeadBytes(segment)
+	if err != nil {
+		return err
+	}
+	var dead int64
+	for id, recs := range owners {
+		var refs []referencer
+		if bucket, key, ok := splitOwnerKey([]byte(id.key)); ok {
+			if refs, err = s.referencesIn(view, bucket, key, id.version); err != nil {
+				return err
+			}
+		}
+		for _, r := range recs {
+			if !slices.ContainsFunc(refs, func(ref referencer) bool { return covers(ref.extents, segment, r.offset) }) {
+				dead += r.length
+			}
+		}
+	}
+	if dead <= counted {
+		return nil
+	}
+	b := s.meta.NewBatch()
+	defer b.Close()
+	counts := map[uint64]int64{}
+	addDead(b, []meta.Extent{{Segment: segment, Length: dead - counted}}, counts)
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	s.noteDead(counts)
+	s.log.Info("counted records of interrupted writes dead", "segment", segment, "bytes", dead-counted)
+	return nil
+}
+
+// covers reports whether one of exts holds the record at offset of segment.
+func covers(exts []meta.Extent, segment uint64, offset int64) bool {
+	for _, e := range exts {
+		if e.Segment == segment && e.Offset <= offset && offset < e.Offset+e.Length {
+			return true
+		}
+	}
+	return false
+}

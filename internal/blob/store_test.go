@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/b3-storage/b3/internal/iolimit"
 )
 
 func TestAppendReadRoundTrip(t *testing.T) {
@@ -438,4 +442,41 @@ func TestSlowAppenderDoesNotBlockOthers(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	checkRead(t, s, r.ext, slow)
+}
+
+// TestBackgroundSyncRidesOnClientCommits: a background append does not ask
+// for an fsync of its own while within BackgroundSyncDelay; the next
+// client group commit covers it, so both are served by one fsync and the
+// background append never puts an fsync ahead of the client's.
+func TestBackgroundSyncRidesOnClientCommits(t *testing.T) {
+	opts := testOptions(memFS())
+	opts.BackgroundSyncDelay = time.Hour // only a client commit can serve it
+	s := mustOpen(t, opts)
+	defer s.Close()
+	before := s.Stats().Fsyncs
+
+	bg := iolimit.WithPriority(context.Background(), iolimit.Background)
+	bgDone := make(chan error, 1)
+	go func() {
+		_, _, err := s.Append(bg, Owner{Key: []byte("vacuum-copy"), Version: 1}, bytes.NewReader(value(1, 3000)))
+		bgDone <- err
+	}()
+	// Until the background append waits for durability (or, if it asked
+	// for an fsync at once, has been served).
+	for {
+		s.commit.mu.Lock()
+		waiting := len(s.commit.waiters)
+		s.commit.mu.Unlock()
+		if waiting > 0 || len(bgDone) > 0 {
+			break
+		}
+		runtime.Gosched()
+	}
+	mustAppend(t, s, "client", value(2, 3000))
+	if err := <-bgDone; err != nil {
+		t.Fatalf("background append: %v", err)
+	}
+	if got := s.Stats().Fsyncs - before; got != 1 {
+		t.Errorf("%d fsyncs for a background and a client append, want 1 (the client's, covering both)", got)
+	}
 }

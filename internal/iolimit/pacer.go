@@ -327,7 +327,8 @@ func (p *Pacer) Run(ctx context.Context, signals PacerSignals) {
 //
 // so background falls to its minimum within one interval of client demand
 // appearing (plus the piece a caller already holds), and is back to full
-// speed within ceil(log2(max/min))+1 intervals of it going.
+// speed within ceil(log2(max/min))+2 intervals of it going (the first may
+// still see it).
 func (p *Pacer) tick(signals PacerSignals) {
 	urgent := signals.Urgent != nil && signals.Urgent()
 	var fsyncs int64

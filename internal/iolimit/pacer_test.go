@@ -122,9 +122,9 @@ func TestPacerFollowsClients(t *testing.T) {
 			t.Fatalf("after %v of load: status %+v, want the minimum", hold, st)
 		}
 
-		// Clients go: back to full speed within ceil(log2(max/min))+1
-		// intervals (20 KB/s doubles five times past 400 KB/s), plus the
-		// interval that notices.
+		// Clients go: back to full speed within ceil(log2(max/min))+2
+		// intervals: 20 KB/s doubles five times past 400 KB/s, and the
+		// interval in which they left may still count as busy.
 		doneClient()
 		rise := s.runUntil("rate rises to full speed", 7*simInterval, unpaced)
 		t.Logf("back to full speed in %v", rise)

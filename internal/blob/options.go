@@ -92,9 +92,10 @@ type Options struct {
 	Logger  *slog.Logger // default slog.Default()
 
 	// BackgroundSyncDelay is how long an append or copy at background
-	// priority waits for a group commit clients started before it asks
-	// for an fsync of its own (SyncBatch only). Default 5ms; negative:
-	// background asks at once, like clients.
+	// priority, made while client appends are in progress, waits for a
+	// group commit they start before it asks for an fsync of its own
+	// (SyncBatch only). Default 5ms; negative: background asks at once,
+	// like clients.
 	BackgroundSyncDelay time.Duration
 
 	// CheckpointBytes and CheckpointInterval pace the CHECKPOINT file that

@@ -444,21 +444,41 @@ func TestSlowAppenderDoesNotBlockOthers(t *testing.T) {
 	checkRead(t, s, r.ext, slow)
 }
 
-// TestBackgroundSyncRidesOnClientCommits: a background append does not ask
-// for an fsync of its own while within BackgroundSyncDelay; the next
-// client group commit covers it, so both are served by one fsync and the
-// background append never puts an fsync ahead of the client's.
+// TestBackgroundSyncRidesOnClientCommits: a background append made while a
+// client append is in progress does not ask for an fsync of its own within
+// BackgroundSyncDelay; the client's group commit covers it, so both are
+// served by one fsync and the background never puts one ahead of the
+// client's. With no client appending, background syncs at once.
 func TestBackgroundSyncRidesOnClientCommits(t *testing.T) {
 	opts := testOptions(memFS())
 	opts.BackgroundSyncDelay = time.Hour // only a client commit can serve it
 	s := mustOpen(t, opts)
 	defer s.Close()
-	before := s.Stats().Fsyncs
-
 	bg := iolimit.WithPriority(context.Background(), iolimit.Background)
+
+	// Alone, background does not wait for a client that is not there.
+	before := s.Stats().Fsyncs
+	if _, _, err := s.Append(bg, Owner{Key: []byte("alone"), Version: 1}, bytes.NewReader(value(1, 3000))); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Stats().Fsyncs - before; got != 1 {
+		t.Fatalf("background append alone: %d fsyncs, want 1", got)
+	}
+
+	// A client append in progress: its body arrives in two parts.
+	before = s.Stats().Fsyncs
+	body, feed := io.Pipe()
+	clientDone := make(chan error, 1)
+	go func() {
+		_, _, err := s.Append(context.Background(), Owner{Key: []byte("client"), Version: 1}, body)
+		clientDone <- err
+	}()
+	if _, err := feed.Write(value(2, 1000)); err != nil {
+		t.Fatal(err)
+	}
 	bgDone := make(chan error, 1)
 	go func() {
-		_, _, err := s.Append(bg, Owner{Key: []byte("vacuum-copy"), Version: 1}, bytes.NewReader(value(1, 3000)))
+		_, _, err := s.Append(bg, Owner{Key: []byte("vacuum-copy"), Version: 1}, bytes.NewReader(value(3, 3000)))
 		bgDone <- err
 	}()
 	// Until the background append waits for durability (or, if it asked
@@ -472,7 +492,13 @@ func TestBackgroundSyncRidesOnClientCommits(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
-	mustAppend(t, s, "client", value(2, 3000))
+	if _, err := feed.Write(value(4, 2000)); err != nil {
+		t.Fatal(err)
+	}
+	feed.Close()
+	if err := <-clientDone; err != nil {
+		t.Fatalf("client append: %v", err)
+	}
 	if err := <-bgDone; err != nil {
 		t.Fatalf("background append: %v", err)
 	}

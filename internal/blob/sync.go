@@ -143,9 +143,11 @@ func (g *groupCommit) stopSyncer() {
 // waitDurable returns once the bytes before p are durable per the policy.
 //
 // Under SyncBatch a caller at background priority (iolimit.PriorityFrom)
-// first waits up to Options.BackgroundSyncDelay for a group commit started
-// by clients to cover it, and only then asks for one: background fsyncs do
-// not run ahead of, and so do not delay, the fsyncs clients wait for.
+// that finds client appends in progress first waits up to
+// Options.BackgroundSyncDelay for a group commit they start to cover it,
+// and only then asks for one: background fsyncs do not run ahead of, and
+// so do not delay, the fsyncs clients wait for. With no client appending
+// there is nobody to delay, and background asks at once.
 func (s *Store) waitDurable(ctx context.Context, p position) error {
 	switch s.opts.Sync {
 	case SyncNone:
@@ -164,7 +166,8 @@ func (s *Store) waitDurable(ctx context.Context, p position) error {
 		return nil
 	}
 	ch := make(chan error, 1)
-	background := iolimit.PriorityFrom(ctx) == iolimit.Background && s.opts.BackgroundSyncDelay > 0
+	background := iolimit.PriorityFrom(ctx) == iolimit.Background && s.opts.BackgroundSyncDelay > 0 &&
+		s.clientAppends.Load() > 0
 	g.waiters = append(g.waiters, waiter{pos: p, ch: ch, deferred: background})
 	g.mu.Unlock()
 	if background {

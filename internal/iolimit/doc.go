@@ -32,7 +32,8 @@
 //     saturating, foreground gets the full rate and background the rest,
 //     further held to its own cap when one is set.
 //   - Zero is unlimited: a call no rate applies to returns at once, without
-//     locks or timers. A nil *Limiter is unlimited too.
+//     locks or timers. A nil *Limiter is unlimited too. (Background calls
+//     still pass the Pacer, if the limiter has one.)
 //   - Runtime changes. SetLimits takes effect for callers already waiting:
 //     the debt they still owe is repaid at the new rate.
 //   - Cancellation. A call returns ctx.Err() as soon as ctx is done and gives

@@ -150,7 +150,9 @@ func (l *Limiter) WaitWrite(ctx context.Context, n int) error { return l.Wait(ct
 // granted before that stay spent, the one being waited for is given back.
 //
 // An unlimited call (nil limiter, n <= 0, or no rate applying to the
-// priority) never blocks and returns nil without looking at ctx.
+// priority) never blocks and returns nil without looking at ctx. A
+// background call first waits for the pacer, if the limiter has one
+// (WithPacer), and returns ctx.Err() if ctx ends there.
 func (l *Limiter) Wait(ctx context.Context, dir Direction, n int) error {
 	if l == nil || n <= 0 {
 		return nil
@@ -163,9 +165,10 @@ func (l *Limiter) Wait(ctx context.Context, dir Direction, n int) error {
 		prio = Background
 	}
 	c := &l.counters[dir][prio]
-	start := l.clock.Now()
+	var start time.Time
 	var paced bool
 	if prio == Background && l.pacer != nil {
+		start = l.clock.Now()
 		var err error
 		if paced, err = l.pacer.wait(ctx, n); err != nil {
 			l.noteWait(c, start, paced)
@@ -182,6 +185,9 @@ func (l *Limiter) Wait(ctx context.Context, dir Direction, n int) error {
 		return err
 	}
 	d := &l.dirs[dir]
+	if start.IsZero() {
+		start = l.clock.Now()
+	}
 	var waited bool
 	var err error
 	if prio == Foreground {

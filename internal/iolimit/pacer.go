@@ -178,14 +178,6 @@ func NewPacer(cfg PacerConfig, opts ...Option) *Pacer {
 	return p
 }
 
-// Config returns the configuration in force, defaults filled in.
-func (p *Pacer) Config() PacerConfig {
-	if p == nil {
-		return PacerConfig{}
-	}
-	return p.cfg
-}
-
 // Foreground records a client request in flight until the returned
 // function is called (once). Call it for every request, at its start.
 func (p *Pacer) Foreground() (done func()) {

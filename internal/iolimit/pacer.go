@@ -12,9 +12,9 @@ import (
 )
 
 // Pacer defaults. DefaultPaceMin is the floor background work keeps under
-// sustained client load: about 29 GiB of work an hour, so a vacuum that
-// copies as much as it reads and writes moves 14 GiB an hour and reclaims
-// at least that much from segments at the default 50% dead threshold.
+// sustained client load, 28 GiB of work an hour: vacuum, which reads a
+// segment and then reads and writes its live part, frees at least half
+// of that (4 MiB/s) from segments at the default dead threshold of 0.5.
 const (
 	DefaultPaceMin         = 8 << 20
 	DefaultPaceMax         = 1 << 30

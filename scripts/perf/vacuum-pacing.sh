@@ -42,6 +42,7 @@ if $smoke; then
 	rounds=1 fill=200 duration=2s mixed_duration=4s
 fi
 mkdir -p "$out" "$work" || die "cannot create $out"
+trap stop_server EXIT # a failed step must not leave a server running
 build_b3 "$work"
 servers=${SERVERS:-current=$B3_BIN}
 SERVER_ARGS=(--segment-size 64MiB --vacuum-interval 0)

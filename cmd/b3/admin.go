@@ -27,7 +27,7 @@ commands:
   vacuum start [threshold]   one pass now (threshold: dead ratio, default the server's)
   vacuum stop                cancel a pass and stop the automatic loop
   vacuum auto <interval>     (re)start the automatic loop, e.g. 5m
-  vacuum status
+  vacuum status              progress, dead bytes, and the background pace: rate now and why
   limits get
   limits set name=value...   read, write, background-read, background-write (bytes/s, units KiB MiB GiB)
   cache                      cache statistics
@@ -201,6 +201,7 @@ func printStats(w io.Writer, st admin.Stats) {
 	tw.Flush()
 	fmt.Fprintf(w, "vacuum: running=%v auto=%v threshold=%.0f%% removed=%d reclaimed=%d copied=%d last=%s %s\n",
 		v.Running, v.Auto, v.ThresholdPercent, v.SegmentsRemoved, v.BytesReclaimed, v.BytesCopied, fmtTime(v.LastPass), v.LastError)
+	fmt.Fprintf(w, "background pace: %s\n", v.Pace)
 	l := st.Lifecycle
 	fmt.Fprintf(w, "lifecycle: passes=%d expired=%d aborted=%d reevaluated=%d day=%s last=%s %s\n",
 		l.Passes, l.Expired, l.Aborted, l.Reevaluated, l.Day, fmtTime(l.LastPass), l.LastError)

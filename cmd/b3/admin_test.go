@@ -55,6 +55,8 @@ func TestAdminCLI(t *testing.T) {
 		{[]string{"users", "list"}, 0, "root"},
 		{[]string{"vacuum", "start", "0.9"}, 0, "vacuum pass started"},
 		{[]string{"vacuum", "status"}, 0, "ThresholdPercent"},
+		{[]string{"vacuum", "status"}, 0, `"MinBytesPerSec": 8388608`},
+		{[]string{"stats"}, 0, "background pace: "},
 		{[]string{"vacuum", "stop"}, 0, `"Auto": false`},
 		{[]string{"limits", "set", "background-write=8MiB", "read=1GiB"}, 0, `"BackgroundWriteBytesPerSec": 8388608`},
 		{[]string{"limits", "get"}, 0, `"ReadBytesPerSec": 1073741824`},

@@ -105,6 +105,14 @@ var (
 	dCacheInval    = desc("b3_cache_invalidations_total", "Object cache entries dropped by a write or delete.")
 	dCacheBytes    = desc("b3_cache_bytes", "Bytes held by the object cache.")
 	dCacheEntries  = desc("b3_cache_entries", "Objects held by the object cache.")
+	dPaceRate      = desc("b3_background_pace_bytes_per_second", "Background work (bytes read + written) allowed per second now; 0 = unpaced, full speed.")
+	dPaceMin       = desc("b3_background_pace_min_bytes_per_second", "Floor of the background pace under sustained client load.")
+	dPaceReason    = desc("b3_background_pace_reason", "1 for the reason the background pace is what it is, 0 for the others.", "reason")
+	dPaceInFlight  = desc("b3_background_pace_client_requests_in_flight", "S3 requests in flight, as the pacer counts them.")
+	dPaceUtil      = desc("b3_background_pace_client_utilization", "Fraction of the last pacer interval with at least one S3 request in flight.")
+	dPaceWork      = desc("b3_background_pace_work_bytes_total", "Background work granted by the pacer (segment bytes read + written, plus metadata operations).")
+	dPaceWait      = desc("b3_background_pace_wait_seconds_total", "Time background jobs spent waiting for the pacer.")
+	dPaceThrottled = desc("b3_background_pace_throttled_seconds_total", "Time the background pace was below full speed.")
 	dFreeBytes     = desc("b3_disk_free_bytes", "Least free space over the data and metadata disks, as last measured for the free-space reserve (-1: no reserve set).")
 )
 
@@ -113,7 +121,8 @@ func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dIOBytes, dIOWaits, dIOWaitSeconds, dIOLimit, dFsyncs, dFsyncSeconds, dFsyncMax,
 		dGroupBatch, dAppended, dReadBytes, dCorrupt, dMisdirected, dSegments, dSegBytes, dSegDead, dVacRunning, dVacRemoved,
 		dVacReclaimed, dVacCopied, dVacLast, dLcExpired, dLcAborted, dLcPasses, dLcReeval, dCacheHits, dCacheMisses,
-		dCacheEvict, dCacheInval, dCacheBytes, dCacheEntries, dFreeBytes} {
+		dCacheEvict, dCacheInval, dCacheBytes, dCacheEntries, dFreeBytes,
+		dPaceRate, dPaceMin, dPaceReason, dPaceInFlight, dPaceUtil, dPaceWork, dPaceWait, dPaceThrottled} {
 		ch <- d
 	}
 }
@@ -176,6 +185,22 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 		last = float64(vs.LastPass.UnixNano()) / 1e9
 	}
 	gauge(dVacLast, last)
+
+	ps := vs.Pace
+	gauge(dPaceRate, float64(ps.BytesPerSec))
+	gauge(dPaceMin, float64(ps.MinBytesPerSec))
+	for _, r := range iolimit.PaceReasons {
+		v := 0.0
+		if r == ps.Reason {
+			v = 1
+		}
+		gauge(dPaceReason, v, string(r))
+	}
+	gauge(dPaceInFlight, float64(ps.ClientsInFlight))
+	gauge(dPaceUtil, ps.ClientUtilization)
+	counter(dPaceWork, float64(ps.Work))
+	counter(dPaceWait, ps.WaitTime.Seconds())
+	counter(dPaceThrottled, ps.ThrottledTime.Seconds())
 
 	ls := c.Store.LifecycleStatus()
 	counter(dLcExpired, float64(ls.Expired))

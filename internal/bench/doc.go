@@ -10,7 +10,8 @@
 //	mixed    open loop (OpenLoop): uploads and downloads at fixed rates,
 //	         held for a duration at each multiple of a baseline; per-second
 //	         series; each multiple judged sustained or saturated
-//	         (SaturationRule).
+//	         (SaturationRule). --at-hold runs a command as a chosen
+//	         hold starts (a vacuum pass, say) to measure its cost.
 //	disk     write() latency and MB/s of a directory by buffer size,
 //	         buffered and O_DIRECT, with and without fdatasync.
 //	kv       YCSB-style tiny records: load, then read/update mixes.
@@ -72,5 +73,5 @@
 // S3 handler; live_test.go runs every S3 mode through Main against a real
 // b3 server process (the test binary re-executed as `b3 server`), or
 // against B3_TEST_ENDPOINT when set. scripts/perf holds the measurement
-// scripts (b3 against MinIO, the disk reference).
+// scripts (b3 against MinIO, the disk reference, the cost of vacuum).
 package bench

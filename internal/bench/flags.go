@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -201,6 +202,8 @@ func mixedFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 	downObjects := fs.Int("download-objects", 32, "objects the download stream cycles over")
 	verify := fs.Bool("verify", false, "verify downloaded content")
 	cleanup := fs.Bool("cleanup", true, "delete uploaded objects after each multiple")
+	atHold := holdCommands{}
+	fs.Var(atHold, "at-hold", "MULTIPLE=COMMAND: run COMMAND (sh -c) as that multiple's hold starts, alongside the load, e.g. --at-hold '2=b3 admin vacuum start 0.3' (repeatable)")
 	queueSeconds := fs.Float64("queue-seconds", DefaultRule.QueueSeconds, "saturated when more than this many seconds of requests are in flight at the end of a hold")
 	return func() error {
 		p, ok := Presets[*preset]
@@ -209,7 +212,7 @@ func mixedFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 		}
 		cfg := MixedConfig{UploadRate: p.UploadRate, DownloadRate: p.DownloadRate, UploadSize: p.Size, DownloadSize: p.Size,
 			Duration: *duration, Drain: *drain, MaxInFlight: *maxInFlight, DownloadObjects: *downObjects,
-			Verify: *verify, Cleanup: *cleanup, Rule: DefaultRule}
+			Verify: *verify, Cleanup: *cleanup, Rule: DefaultRule, AtHold: atHold}
 		cfg.Rule.QueueSeconds = *queueSeconds
 		if *upRate >= 0 {
 			cfg.UploadRate = *upRate
@@ -230,6 +233,11 @@ func mixedFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 		var err error
 		if cfg.Multipliers, err = ParseFloatList(*mults); err != nil {
 			return usagef("--multipliers: %v", err)
+		}
+		for m := range atHold {
+			if !slices.Contains(cfg.Multipliers, m) {
+				return usagef("--at-hold %g: not one of --multipliers %s", m, *mults)
+			}
 		}
 		if *duration <= 0 {
 			return usagef("--duration must be positive")

@@ -66,6 +66,9 @@ func TestMainUsageErrors(t *testing.T) {
 		{[]string{"compare", bad, bad}, 1},
 		{[]string{"help"}, 0},
 		{[]string{"kv", "-h"}, 0},
+		{[]string{"mixed", "--at-hold", "3=true"}, 2},
+		{[]string{"mixed", "--at-hold", "2"}, 2},
+		{[]string{"mixed", "--at-hold", "2="}, 2},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(tc.args, &stdout, &stderr); code != tc.code {

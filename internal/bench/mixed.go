@@ -26,7 +26,16 @@ type MixedConfig struct {
 	// (uploaded, unmeasured, before the first multiple).
 	DownloadObjects int
 	Rule            SaturationRule
+	// AtHold maps a multiple to a shell command run (sh -c) as its hold
+	// starts, alongside the load: the event whose cost the hold measures,
+	// e.g. a vacuum pass. The multiple waits for it to exit at its end
+	// (it is killed after the hold, the drain and HoldCommandGrace).
+	AtHold map[float64]string
 }
+
+// HoldCommandGrace is how long past its multiple's hold and drain an
+// AtHold command may run before it is killed.
+const HoldCommandGrace = 30 * time.Second
 
 // Preset is a named mixed-test scenario from the original validation.
 type Preset struct {
@@ -74,6 +83,7 @@ type MixedRun struct {
 	Cells      []Cell                   `json:"cells"` // one per stream
 	Series     map[string][]SecondStats `json:"series"`
 	InFlight   map[string]int64         `json:"in_flight_at_end"`
+	AtHold     *HoldCommand             `json:"at_hold,omitempty"`
 }
 
 // Judge applies the rule to one multiple's stream results.
@@ -177,6 +187,12 @@ func (m *MixedRunner) runMultiple(ctx context.Context, cfg MixedConfig, mult flo
 		m.Progress.Track(fmt.Sprintf("mixed x%g", mult), nil, time.Time{})
 	}
 	cpu, began := startCPUMeter(), time.Now()
+	var hook <-chan HoldCommand
+	if command := cfg.AtHold[mult]; command != "" {
+		hookCtx, cancel := context.WithTimeout(ctx, cfg.Duration+cfg.Drain+HoldCommandGrace)
+		defer cancel()
+		hook = startHoldCommand(hookCtx, command, began)
+	}
 	results := loop.RunWith(ctx, streams, func(rs []*StreamResult) {
 		if m.Progress != nil && len(rs) > 0 {
 			m.Progress.Track(fmt.Sprintf("mixed x%g %s", mult, rs[0].Stream.Name), rs[0].Recorder, m.Clock.Now().Add(cfg.Duration))
@@ -185,6 +201,14 @@ func (m *MixedRunner) runMultiple(ctx context.Context, cfg MixedConfig, mult flo
 	// Wall time, not m.Clock: CPU seconds are real whatever the clock.
 	clientCPU := cpu.percent(time.Since(began))
 	run := MixedRun{Multiplier: mult, Series: map[string][]SecondStats{}, InFlight: map[string]int64{}}
+	if hook != nil {
+		hc := <-hook
+		run.AtHold = &hc
+		if m.Log != nil {
+			fmt.Fprintf(m.Log, "mixed x%g: %q ran %.1fs from %.1fs into the hold, exit %d %s\n",
+				mult, hc.Command, hc.Duration, hc.Started, hc.ExitCode, hc.Error)
+		}
+	}
 	for _, res := range results {
 		cell := res.Recorder.Cell(cfg.Duration)
 		cell.Op, cell.Size, cell.Multiplier = res.Stream.Name, res.Stream.Size, mult

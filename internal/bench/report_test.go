@@ -265,6 +265,30 @@ func TestMixedRunnerCountsAndSeries(t *testing.T) {
 	checkSVG(t, rep, "mixed-throughput", "mixed-inflight", "mixed-summary")
 }
 
+// TestMixedAtHold: the command given for a multiple runs once, during
+// that multiple only, and the run records it.
+func TestMixedAtHold(t *testing.T) {
+	marks := filepath.Join(t.TempDir(), "marks")
+	cfg := MixedConfig{UploadRate: 20, UploadSize: 1000, Multipliers: []float64{1, 2},
+		Duration: 300 * time.Millisecond, Drain: 5 * time.Second, Prefix: "h", Rule: DefaultRule,
+		AtHold: map[float64]string{2: "echo vacuum >>" + marks + "; echo started; exit 3"}}
+	rep := newReport("mixed")
+	(&MixedRunner{Target: newMemTarget(), Pool: testPool(), Clock: RealClock{}}).Run(context.Background(), cfg, rep)
+	if err := rep.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Mixed) != 2 || rep.Mixed[0].AtHold != nil {
+		t.Fatalf("runs %d, x1 command %+v: want 2 runs, none at x1", len(rep.Mixed), rep.Mixed[0].AtHold)
+	}
+	hc := rep.Mixed[1].AtHold
+	if hc == nil || hc.ExitCode != 3 || hc.Output != "started\n" || hc.Error != "" {
+		t.Fatalf("x2 command: %+v, want exit 3 and its output", hc)
+	}
+	if got, err := os.ReadFile(marks); err != nil || string(got) != "vacuum\n" {
+		t.Fatalf("command ran: %q, %v; want once", got, err)
+	}
+}
+
 func TestInterruptKeepsPartialResults(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	target := &cancelingTarget{memTarget: newMemTarget(), cancelAfter: 30, cancel: cancel}

@@ -49,7 +49,11 @@
 //   - SyncBatch (default): group commit. One syncer goroutine cuts the
 //     buffer, waits for the flusher, fsyncs, and wakes every appender whose
 //     records the fsync covered; appenders arriving meanwhile share the next
-//     fsync. Nothing acknowledged is lost in a crash.
+//     fsync. Nothing acknowledged is lost in a crash. An appender at
+//     background priority (vacuum's copies: iolimit.Background in ctx)
+//     that finds client appends in progress does not start a round for
+//     Options.BackgroundSyncDelay: the rounds they start cover it, and it
+//     does not put an fsync ahead of theirs.
 //   - SyncAlways: each Append cuts, flushes and fsyncs on its own.
 //   - SyncNone: no fsync on the write path. A crash, even a kill of the
 //     process, may lose writes still in the user-space buffer.

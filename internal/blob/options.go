@@ -58,6 +58,12 @@ type IOLimiter interface {
 	WaitWrite(ctx context.Context, n int) error
 }
 
+// DefaultBackgroundSyncDelay is Options.BackgroundSyncDelay's default:
+// under client load group commits come far more often, so background
+// records are covered by them; alone, background work still syncs 200
+// times a second.
+const DefaultBackgroundSyncDelay = 5 * time.Millisecond
+
 // Options configure a Store. Zero values select the defaults.
 type Options struct {
 	FS  vfs.FS // default vfs.Default
@@ -84,6 +90,13 @@ type Options struct {
 	// Limiter paces disk I/O; nil means unlimited.
 	Limiter IOLimiter
 	Logger  *slog.Logger // default slog.Default()
+
+	// BackgroundSyncDelay is how long an append or copy at background
+	// priority, made while client appends are in progress, waits for a
+	// group commit they start before it asks for an fsync of its own
+	// (SyncBatch only). Default 5ms; negative: background asks at once,
+	// like clients.
+	BackgroundSyncDelay time.Duration
 
 	// CheckpointBytes and CheckpointInterval pace the CHECKPOINT file that
 	// bounds the recovery scan: it is rewritten after this much synced
@@ -117,6 +130,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CheckpointBytes == 0 {
 		o.CheckpointBytes = 64 << 20
+	}
+	if o.BackgroundSyncDelay == 0 {
+		o.BackgroundSyncDelay = DefaultBackgroundSyncDelay
 	}
 	if o.CheckpointInterval == 0 {
 		o.CheckpointInterval = time.Second

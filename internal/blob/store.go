@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/vfs"
 )
 
@@ -95,6 +96,11 @@ type Store struct {
 	closeErr  error
 
 	stats counters
+
+	// clientAppends counts Appends in progress not at background
+	// priority: while there are any, background waits for durability
+	// defer to the group commits they will start (waitDurable).
+	clientAppends atomic.Int64
 }
 
 func segmentName(id uint64) string { return fmt.Sprintf("%016x.seg", id) }
@@ -137,6 +143,10 @@ func (s *Store) Append(ctx context.Context, owner Owner, r io.Reader) ([]Extent,
 		return nil, 0, err
 	}
 	defer s.inflight.Done()
+	if iolimit.PriorityFrom(ctx) != iolimit.Background {
+		s.clientAppends.Add(1)
+		defer s.clientAppends.Add(-1)
+	}
 	if len(owner.Key) > MaxKeyLen {
 		return nil, 0, fmt.Errorf("blob: owner key of %d bytes exceeds %d", len(owner.Key), MaxKeyLen)
 	}

@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/b3-storage/b3/internal/iolimit"
 )
 
 func TestAppendReadRoundTrip(t *testing.T) {
@@ -438,4 +442,67 @@ func TestSlowAppenderDoesNotBlockOthers(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	checkRead(t, s, r.ext, slow)
+}
+
+// TestBackgroundSyncRidesOnClientCommits: a background append made while a
+// client append is in progress does not ask for an fsync of its own within
+// BackgroundSyncDelay; the client's group commit covers it, so both are
+// served by one fsync and the background never puts one ahead of the
+// client's. With no client appending, background syncs at once.
+func TestBackgroundSyncRidesOnClientCommits(t *testing.T) {
+	opts := testOptions(memFS())
+	opts.BackgroundSyncDelay = time.Hour // only a client commit can serve it
+	s := mustOpen(t, opts)
+	defer s.Close()
+	bg := iolimit.WithPriority(context.Background(), iolimit.Background)
+
+	// Alone, background does not wait for a client that is not there.
+	before := s.Stats().Fsyncs
+	if _, _, err := s.Append(bg, Owner{Key: []byte("alone"), Version: 1}, bytes.NewReader(value(1, 3000))); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Stats().Fsyncs - before; got != 1 {
+		t.Fatalf("background append alone: %d fsyncs, want 1", got)
+	}
+
+	// A client append in progress: its body arrives in two parts.
+	before = s.Stats().Fsyncs
+	body, feed := io.Pipe()
+	clientDone := make(chan error, 1)
+	go func() {
+		_, _, err := s.Append(context.Background(), Owner{Key: []byte("client"), Version: 1}, body)
+		clientDone <- err
+	}()
+	if _, err := feed.Write(value(2, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	bgDone := make(chan error, 1)
+	go func() {
+		_, _, err := s.Append(bg, Owner{Key: []byte("vacuum-copy"), Version: 1}, bytes.NewReader(value(3, 3000)))
+		bgDone <- err
+	}()
+	// Until the background append waits for durability (or, if it asked
+	// for an fsync at once, has been served).
+	for {
+		s.commit.mu.Lock()
+		waiting := len(s.commit.waiters)
+		s.commit.mu.Unlock()
+		if waiting > 0 || len(bgDone) > 0 {
+			break
+		}
+		runtime.Gosched()
+	}
+	if _, err := feed.Write(value(4, 2000)); err != nil {
+		t.Fatal(err)
+	}
+	feed.Close()
+	if err := <-clientDone; err != nil {
+		t.Fatalf("client append: %v", err)
+	}
+	if err := <-bgDone; err != nil {
+		t.Fatalf("background append: %v", err)
+	}
+	if got := s.Stats().Fsyncs - before; got != 1 {
+		t.Errorf("%d fsyncs for a background and a client append, want 1 (the client's, covering both)", got)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/b3-storage/b3/internal/iolimit"
 )
 
 // position is a point in the store's append order: segments in ID order,
@@ -39,6 +41,10 @@ type groupCommit struct {
 type waiter struct {
 	pos position
 	ch  chan error
+	// deferred marks a background waiter (vacuum's copies) that does not
+	// ask for an fsync of its own yet: it rides on the group commits
+	// clients start, and asks only after Options.BackgroundSyncDelay.
+	deferred bool
 }
 
 func (g *groupCommit) init(synced position) {
@@ -90,10 +96,34 @@ func (g *groupCommit) fail(err error) {
 	g.waiters = nil
 }
 
+// pending reports a waiter that asks for an fsync: any but a deferred one.
 func (g *groupCommit) pending() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.waiters) > 0
+	for _, w := range g.waiters {
+		if !w.deferred {
+			return true
+		}
+	}
+	return false
+}
+
+// undefer makes the waiter on ch ask for an fsync.
+func (g *groupCommit) undefer(ch chan error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range g.waiters {
+		if g.waiters[i].ch == ch {
+			g.waiters[i].deferred = false
+		}
+	}
+}
+
+func (g *groupCommit) kickSyncer() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
 }
 
 // stopSyncer ends the syncer goroutine, if one runs. Close calls it after
@@ -111,6 +141,13 @@ func (g *groupCommit) stopSyncer() {
 }
 
 // waitDurable returns once the bytes before p are durable per the policy.
+//
+// Under SyncBatch a caller at background priority (iolimit.PriorityFrom)
+// that finds client appends in progress first waits up to
+// Options.BackgroundSyncDelay for a group commit they start to cover it,
+// and only then asks for one: background fsyncs do not run ahead of, and
+// so do not delay, the fsyncs clients wait for. With no client appending
+// there is nobody to delay, and background asks at once.
 func (s *Store) waitDurable(ctx context.Context, p position) error {
 	switch s.opts.Sync {
 	case SyncNone:
@@ -129,12 +166,24 @@ func (s *Store) waitDurable(ctx context.Context, p position) error {
 		return nil
 	}
 	ch := make(chan error, 1)
-	g.waiters = append(g.waiters, waiter{pos: p, ch: ch})
+	background := iolimit.PriorityFrom(ctx) == iolimit.Background && s.opts.BackgroundSyncDelay > 0 &&
+		s.clientAppends.Load() > 0
+	g.waiters = append(g.waiters, waiter{pos: p, ch: ch, deferred: background})
 	g.mu.Unlock()
-	select {
-	case g.kick <- struct{}{}:
-	default:
+	if background {
+		timer := time.NewTimer(s.opts.BackgroundSyncDelay)
+		select {
+		case err := <-ch:
+			timer.Stop()
+			return err
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+			g.undefer(ch)
+		}
 	}
+	g.kickSyncer()
 	select {
 	case err := <-ch:
 		return err

@@ -189,24 +189,36 @@ func retime(due, now time.Time, from, to rate.Limit) time.Time {
 // time, taking only tokens foreground is not waiting for. It reports
 // whether it had to wait.
 func (d *direction) waitBackground(ctx context.Context, clock Clock, n int, c *counters) (waited bool, err error) {
+	return inTurns(ctx, d.backgroundTurn, n, func(remaining int) (int, bool, error) {
+		piece, waited, err := d.takeBackgroundPiece(ctx, clock, remaining)
+		if err == nil {
+			c.bytes.Add(int64(piece))
+		}
+		return piece, waited, err
+	})
+}
+
+// inTurns grants n piece by piece, each taken by take while holding turn
+// (a channel of capacity 1: callers queue for it in arrival order). It
+// reports whether it waited for a turn or take did.
+func inTurns(ctx context.Context, turn chan struct{}, n int, take func(remaining int) (piece int, waited bool, err error)) (waited bool, err error) {
 	for remaining := n; remaining > 0; {
 		select {
-		case d.backgroundTurn <- struct{}{}:
+		case turn <- struct{}{}:
 		default:
 			waited = true
 			select {
-			case d.backgroundTurn <- struct{}{}:
+			case turn <- struct{}{}:
 			case <-ctx.Done():
 				return waited, ctx.Err()
 			}
 		}
-		piece, pieceWaited, err := d.takeBackgroundPiece(ctx, clock, remaining)
-		<-d.backgroundTurn
+		piece, pieceWaited, err := take(remaining)
+		<-turn
 		waited = waited || pieceWaited
 		if err != nil {
 			return waited, err
 		}
-		c.bytes.Add(int64(piece))
 		remaining -= piece
 	}
 	return waited, nil

@@ -1,6 +1,7 @@
 // Package iolimit rations disk bandwidth between client I/O (foreground)
-// and maintenance I/O (background: vacuum, replication catch-up), per
-// direction, in bytes per second. Every segment read and write calls
+// and maintenance I/O (background: vacuum, lifecycle deletes, replication
+// catch-up), per direction, in bytes per second, and paces background work
+// by client load (Pacer). Every segment read and write calls
 // WaitRead or WaitWrite with its length before touching the disk.
 //
 // Model. Each direction (read, write) has two token buckets from
@@ -31,7 +32,8 @@
 //     saturating, foreground gets the full rate and background the rest,
 //     further held to its own cap when one is set.
 //   - Zero is unlimited: a call no rate applies to returns at once, without
-//     locks or timers. A nil *Limiter is unlimited too.
+//     locks or timers. A nil *Limiter is unlimited too. (Background calls
+//     still pass the Pacer, if the limiter has one.)
 //   - Runtime changes. SetLimits takes effect for callers already waiting:
 //     the debt they still owe is repaid at the new rate.
 //   - Cancellation. A call returns ctx.Err() as soon as ctx is done and gives
@@ -44,6 +46,44 @@
 // change; that callers actually do the I/O they were granted. Burst is
 // DefaultBurstWindow of each bucket's rate (at least MinBurst) unless
 // WithBurst fixes it.
+//
+// # Pacing background work by client load
+//
+// A Limiter's byte rates are fixed by the operator; a Pacer (WithPacer)
+// moves background work's rate with what clients experience. Each
+// Interval (100ms) its controller (Run) measures the interval that ended:
+//
+//   - client utilization: the fraction of it with at least one request in
+//     flight (Foreground, called by the S3 server for every request);
+//   - client queueing: time clients waited at the limiter's buckets;
+//   - fsync latency: the mean segment fsync (PacerSignals.Fsyncs), which
+//     counts only while clients are present;
+//
+// and sets the rate of one x/time/rate bucket that all background work
+// draws from, reads and writes alike (a copy is charged twice: its read,
+// with the CRC check, and its write), plus fixed costs that jobs charge
+// with Wait for work the limiter does not see (a metadata commit):
+//
+//	off, or urgent (PacerSignals.Urgent)  -> unpaced: full speed
+//	utilization >= BusyUtilization (5%),  -> MinBytesPerSec at once
+//	  or any queueing, or slow fsyncs
+//	otherwise                             -> the rate doubles each interval;
+//	                                         past MaxBytesPerSec, unpaced
+//
+// Guarantees: under sustained client load background work keeps
+// MinBytesPerSec (8 MiB/s by default) and gets no more than that plus one
+// interval's burst; client demand brings it down to the minimum within
+// one interval (a caller holding the turn finishes its current piece,
+// at most one interval of the rate); idle clients bring it back to full
+// speed within ceil(log2(Max/Min))+2 intervals (1s by default). A
+// waiting background caller re-plans at least once an interval and never
+// reserves ahead, so rate changes apply to its next piece. Background
+// callers queue one at a time for the bucket, in arrival order.
+//
+// Not guaranteed: the pacer sees CPU only through the bytes it is charged
+// (CRC and copying scale with them) and through client latency; a
+// request counted in flight may be waiting on its client, not on the
+// server. Without Run the pacer never slows anything down.
 //
 // Time comes from a Clock (WithClock). Tests use ManualClock and jump from
 // deadline to deadline, so simulated minutes run in milliseconds and no

@@ -72,6 +72,7 @@ type Option func(*options)
 type options struct {
 	clock Clock
 	burst int64
+	pacer *Pacer
 }
 
 // WithClock makes the limiter read time from c (default: the real clock).
@@ -83,11 +84,17 @@ func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
 // rate, at least MinBurst).
 func WithBurst(bytes int64) Option { return func(o *options) { o.burst = bytes } }
 
+// WithPacer makes every background call pass through p first (read and
+// write bytes alike count as background work), and reports client waits
+// at the limiter to p as queueing.
+func WithPacer(p *Pacer) Option { return func(o *options) { o.pacer = p } }
+
 // Limiter rations disk bytes per direction, foreground before background.
 // A nil *Limiter is valid and unlimited. See the package documentation.
 type Limiter struct {
 	clock      Clock
 	fixedBurst int64
+	pacer      *Pacer
 
 	setMu    sync.Mutex // serialises SetLimits
 	limits   atomic.Pointer[Limits]
@@ -101,7 +108,7 @@ func New(l Limits, opts ...Option) *Limiter {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	lim := &Limiter{clock: o.clock, fixedBurst: o.burst}
+	lim := &Limiter{clock: o.clock, fixedBurst: o.burst, pacer: o.pacer}
 	l = l.normalised()
 	for d := range lim.dirs {
 		total, background := l.rates(Direction(d))
@@ -143,7 +150,9 @@ func (l *Limiter) WaitWrite(ctx context.Context, n int) error { return l.Wait(ct
 // granted before that stay spent, the one being waited for is given back.
 //
 // An unlimited call (nil limiter, n <= 0, or no rate applying to the
-// priority) never blocks and returns nil without looking at ctx.
+// priority) never blocks and returns nil without looking at ctx. A
+// background call first waits for the pacer, if the limiter has one
+// (WithPacer), and returns ctx.Err() if ctx ends there.
 func (l *Limiter) Wait(ctx context.Context, dir Direction, n int) error {
 	if l == nil || n <= 0 {
 		return nil
@@ -156,30 +165,60 @@ func (l *Limiter) Wait(ctx context.Context, dir Direction, n int) error {
 		prio = Background
 	}
 	c := &l.counters[dir][prio]
+	var start time.Time
+	var paced bool
+	if prio == Background && l.pacer != nil {
+		start = l.clock.Now()
+		var err error
+		if paced, err = l.pacer.wait(ctx, n); err != nil {
+			l.noteWait(c, start, paced)
+			return err
+		}
+	}
 	total, background := l.limits.Load().rates(dir)
 	if total == 0 && (prio == Foreground || background == 0) {
 		c.bytes.Add(int64(n))
+		l.noteWait(c, start, paced)
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	d := &l.dirs[dir]
-	start := l.clock.Now()
+	if start.IsZero() {
+		start = l.clock.Now()
+	}
 	var waited bool
 	var err error
 	if prio == Foreground {
 		waited, err = d.waitForeground(ctx, l.clock, n, c)
+		if waited {
+			l.pacer.noteQueued(l.clock.Now().Sub(start))
+		}
 	} else {
 		waited, err = d.waitBackground(ctx, l.clock, n, c)
 	}
+	l.noteWait(c, start, waited || paced)
+	// err is ctx.Err() itself, unwrapped: the caller knows which transfer
+	// was abandoned and wraps it with that context.
+	return err
+}
+
+// noteWait counts a call that waited (in the pacer or the buckets).
+func (l *Limiter) noteWait(c *counters, start time.Time, waited bool) {
 	if waited {
 		c.waits.Add(1)
 		c.waitNanos.Add(int64(l.clock.Now().Sub(start)))
 	}
-	// err is ctx.Err() itself, unwrapped: the caller knows which transfer
-	// was abandoned and wraps it with that context.
-	return err
+}
+
+// Pacer returns the pacer given WithPacer (nil if none; a nil limiter
+// has none).
+func (l *Limiter) Pacer() *Pacer {
+	if l == nil {
+		return nil
+	}
+	return l.pacer
 }
 
 // SetLimits replaces the limits. Callers already waiting pick up the new

@@ -80,17 +80,21 @@ func (s *sim) sleep(ctx context.Context, d time.Duration) bool {
 
 // runFor advances simulated time by d, deadline by deadline, letting every
 // goroutine settle at each instant.
-func (s *sim) runFor(d time.Duration) {
-	end := s.clock.Now().Add(d)
+func (s *sim) runFor(d time.Duration) { runClock(s.clock, d) }
+
+// runClock advances clock by d, deadline by deadline, letting every
+// goroutine of the bubble settle at each instant.
+func runClock(clock *ManualClock, d time.Duration) {
+	end := clock.Now().Add(d)
 	for {
 		synctest.Wait()
-		next, ok := s.clock.Next()
+		next, ok := clock.Next()
 		if !ok || next.After(end) {
-			s.clock.AdvanceTo(end)
+			clock.AdvanceTo(end)
 			synctest.Wait()
 			return
 		}
-		s.clock.AdvanceTo(next)
+		clock.AdvanceTo(next)
 	}
 }
 

@@ -263,7 +263,7 @@ func (s *Store) sweep(ctx context.Context, res *LifecycleResult) error {
 			if at.IsZero() || s.now().Before(at) {
 				return nil
 			}
-			if err := s.sweepLimiter().Wait(ctx); err != nil {
+			if err := s.sweepWait(ctx); err != nil {
 				return err
 			}
 			// The pass may have waited long on its rate limit: decide by the
@@ -293,6 +293,15 @@ func (s *Store) sweep(ctx context.Context, res *LifecycleResult) error {
 	return nil
 }
 
+// sweepWait holds the sweeper to its own rate and to the background pace
+// before each delete or abort.
+func (s *Store) sweepWait(ctx context.Context) error {
+	if err := s.sweepLimiter().Wait(ctx); err != nil {
+		return err
+	}
+	return s.pace(ctx, lifecycleDeleteCost)
+}
+
 func (s *Store) sweepLimiter() *rate.Limiter {
 	s.lc.mu.Lock()
 	defer s.lc.mu.Unlock()
@@ -311,7 +320,7 @@ func (s *Store) sweepObject(ctx context.Context, conf *lifecycle.Configuration, 
 		return nil
 	}
 	if due {
-		if err := s.sweepLimiter().Wait(ctx); err != nil {
+		if err := s.sweepWait(ctx); err != nil {
 			return err
 		}
 	}

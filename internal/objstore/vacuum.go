@@ -27,6 +27,9 @@ type VacuumStatus struct {
 	DeadBytes        int64 // dead bytes counted over all segments now
 	TotalBytes       int64 // size of all segments now
 	ThresholdPercent float64
+	// Pace is the background pacing in force: the rate vacuum (and every
+	// other background job) may use now, and why.
+	Pace iolimit.PaceStatus
 }
 
 type vacuumState struct {
@@ -208,7 +211,12 @@ func (s *Store) moveOwners(ctx context.Context, segment uint64, order []ownerID,
 	for range min(vacuumMovers, len(order)) {
 		wg.Go(func() {
 			for id := range next {
-				n, ok, err := s.moveOwner(ctx, segment, id, groups[id])
+				var n int64
+				var ok bool
+				err := s.pace(ctx, vacuumMoveCost)
+				if err == nil {
+					n, ok, err = s.moveOwner(ctx, segment, id, groups[id])
+				}
 				mu.Lock()
 				copied += n
 				complete = complete && ok
@@ -513,6 +521,7 @@ func (s *Store) VacuumStatus() VacuumStatus {
 		BytesReclaimed:   s.vacuum.bytesReclaimed.Load(),
 		BytesCopied:      s.vacuum.bytesCopied.Load(),
 		ThresholdPercent: s.opts.VacuumThreshold * 100,
+		Pace:             s.opts.Limiter.Pacer().Status(),
 	}
 	s.vacuum.mu.Lock()
 	st.Auto = s.vacuum.stopLoop != nil

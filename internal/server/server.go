@@ -52,6 +52,9 @@ type Config struct {
 
 	// Limits are the disk I/O limits (zero: unlimited).
 	Limits iolimit.Limits
+	// Pace paces background work (vacuum, lifecycle deletes) by client
+	// load; zero values are iolimit's defaults.
+	Pace iolimit.PacerConfig
 	// VacuumThreshold is the dead ratio from which a segment is vacuumed
 	// (default 0.5); VacuumInterval the period of the automatic check
 	// (0: no automatic vacuum).
@@ -140,7 +143,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 
-	limiter := iolimit.New(cfg.Limits)
+	pacer := iolimit.NewPacer(cfg.Pace)
+	limiter := iolimit.New(cfg.Limits, iolimit.WithPacer(pacer))
 	objCache := cache.New[objstore.CachedObject](cache.Options{
 		MaxBytes: cfg.CacheBytes, MaxObjectSize: cfg.CacheMaxObject, Policy: cfg.CachePolicy})
 	store, err := objstore.Open(objstore.Options{
@@ -195,7 +199,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err != nil {
 		return closeStore(fmt.Errorf("listen on %s: %w", cfg.Address, err))
 	}
-	srv := newHTTPServer(api, cfg.Logger)
+	srv := newHTTPServer(foreground(api, pacer), cfg.Logger)
 	var adminSrv *http.Server
 	var adminLn net.Listener
 	if cfg.AdminAddress != "" {
@@ -207,6 +211,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		go func() { _ = adminSrv.Serve(adminLn) }()
 	}
 
+	pacerDone := make(chan struct{})
+	go func() {
+		defer close(pacerDone)
+		pacer.Run(passCtx, paceSignals(store, cfg.MinFreeBytes))
+	}()
 	if cfg.VacuumInterval > 0 {
 		store.StartVacuum(cfg.VacuumInterval)
 	}
@@ -260,6 +269,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		err = nil
 	}
 	cancelPasses()
+	<-pacerDone
 	if adminSrv != nil {
 		adminSrv.Close()
 	}
@@ -268,6 +278,32 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		cfg.Logger.Info("shut down cleanly")
 	}
 	return err
+}
+
+// foreground counts every S3 request as client load for the pacer, from
+// its first byte in to its last byte out.
+func foreground(h http.Handler, p *iolimit.Pacer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		done := p.Foreground()
+		defer done()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// paceSignals are the engine's measurements the pacer reads: segment
+// fsync latency, and urgency once free space falls below twice the
+// reserve (only vacuum can make more, so it must not be held back).
+func paceSignals(store *objstore.Store, reserve int64) iolimit.PacerSignals {
+	return iolimit.PacerSignals{
+		Fsyncs: func() (int64, time.Duration) {
+			st := store.Blob().Stats()
+			return st.Fsyncs, time.Duration(st.FsyncNanos)
+		},
+		Urgent: func() bool {
+			free := store.FreeBytes()
+			return reserve > 0 && free >= 0 && free < 2*reserve
+		},
+	}
 }
 
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {

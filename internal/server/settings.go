@@ -128,6 +128,12 @@ func Settings() []Setting {
 		{"write-limit", "0", "disk write bytes/s, all priorities (0 = unlimited)", size(func(c *Config) *int64 { return &c.Limits.WriteBytesPerSec })},
 		{"background-read-limit", "0", "disk read bytes/s of vacuum (0 = what clients leave)", size(func(c *Config) *int64 { return &c.Limits.BackgroundReadBytesPerSec })},
 		{"background-write-limit", "0", "disk write bytes/s of vacuum (0 = what clients leave)", size(func(c *Config) *int64 { return &c.Limits.BackgroundWriteBytesPerSec })},
+		{"background-pacing", "true", "pace vacuum and lifecycle deletes by client load: full speed when clients are idle, --background-min-rate under load", func(c *Config, _ *Output, v string) error {
+			b, err := strconv.ParseBool(v)
+			c.Pace.Off = !b
+			return err
+		}},
+		{"background-min-rate", "8MiB", "background work (bytes read + written) per second kept under sustained client load", size(func(c *Config) *int64 { return &c.Pace.MinBytesPerSec })},
 		{"vacuum-threshold", "0.5", "dead/size ratio from which a sealed segment is vacuumed", num(func(c *Config) *float64 { return &c.VacuumThreshold })},
 		{"vacuum-interval", "5m", "automatic vacuum check period (0 = only on demand: b3 admin vacuum start, SIGUSR1)", dur(func(c *Config) *time.Duration { return &c.VacuumInterval })},
 		{"lifecycle-interval", "1h", "lifecycle sweeper period (rule changes start a pass at once)", dur(func(c *Config) *time.Duration { return &c.LifecycleInterval })},

@@ -47,7 +47,8 @@ drop_caches() {
 }
 
 # start_server NAME DATADIR LOGFILE: starts b3 or minio on a free port with
-# a fresh DATADIR; sets server_pid and endpoint.
+# a fresh DATADIR; sets server_pid and endpoint. b3 runs SERVER_BIN
+# (default B3_BIN) with the extra flags in the array SERVER_ARGS.
 start_server() {
 	local name=$1 data=$2 logfile=$3 port
 	rm -rf "$data" && mkdir -p "$data"
@@ -58,12 +59,14 @@ start_server() {
 		# The admin listener (metrics, pprof) defaults to port 9001, which
 		# another b3 on the machine may hold: give it a free port too.
 		local admin=()
-		if "$B3_BIN" server -h 2>&1 | grep -q -- -admin-address; then
+		local bin=${SERVER_BIN:-$B3_BIN}
+		# (server -h exits 2: under pipefail a pipe into grep would fail.)
+		if [[ $("$bin" server -h 2>&1) == *-admin-address* ]]; then
 			admin_address=127.0.0.1:$(free_port)
 			admin=(--admin-address "$admin_address")
 		fi
-		"$B3_BIN" server --address "127.0.0.1:$port" --data "$data" "${admin[@]}" \
-			--access-key "$access_key" --secret-key "$secret_key" --log-level warn >"$logfile" 2>&1 &
+		"$bin" server --address "127.0.0.1:$port" --data "$data" "${admin[@]}" \
+			--access-key "$access_key" --secret-key "$secret_key" --log-level warn "${SERVER_ARGS[@]}" >"$logfile" 2>&1 &
 		;;
 	minio)
 		[ -x "$MINIO_BIN" ] || die "no MinIO at $MINIO_BIN: cd /tmp && GOBIN=/tmp/minio-bin go install github.com/minio/minio@latest"

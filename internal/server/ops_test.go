@@ -517,8 +517,14 @@ func TestNULKeyUploadsDoNotHidePartsFromVacuum(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Make the part's segment mostly dead, then seal it.
-	for key, size := range map[string]int{"filler": 180 << 10, "tail": 100 << 10} {
-		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String(key), Body: bytes.NewReader(make([]byte, size))}); err != nil {
+	// In this order: the filler lands beside the part and the tail seals
+	// the segment.
+	for _, w := range []struct {
+		key  string
+		size int
+	}{{"filler", 180 << 10}, {"tail", 100 << 10}} {
+		key := w.key
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String(key), Body: bytes.NewReader(make([]byte, w.size))}); err != nil {
 			t.Fatal(err)
 		}
 		if key == "filler" {

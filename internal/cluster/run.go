@@ -204,7 +204,7 @@ func (n *Node) newProxy() *httputil.ReverseProxy {
 		Transport:     pooledTransport(),
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			n.log.Info("forward to leader failed", "err", err)
+			n.log.Debug("forward to leader failed", "err", err)
 			slowDown(w, "the leader did not answer")
 		},
 	}
@@ -222,9 +222,15 @@ func (n *Node) peerHandler() http.Handler {
 	})
 	m.HandleFunc("POST /_b3/v1/users", n.handleUserCommand)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if !n.leading() {
-			slowDown(w, "this node no longer leads")
-			return
+		// A node elected a moment ago may still be applying what its
+		// predecessor committed (the barrier): wait for it, not longer.
+		deadline := time.Now().Add(leaderWait)
+		for !n.leading() {
+			if n.raft.State() != raft.Leader || time.Now().After(deadline) || r.Context().Err() != nil {
+				slowDown(w, "this node does not lead")
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		n.serveLeader(w, r)
 	})

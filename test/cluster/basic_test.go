@@ -315,3 +315,62 @@ func TestNodeRefusesForeignData(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterFollowerCatchUp: a follower that was down while objects were
+// written, overwritten, deleted and uploaded in parts catches up when it
+// returns (replaying the log, fetching the bytes it missed, skipping those
+// a later command replaced) and ends with the same objects as the others.
+func TestClusterFollowerCatchUp(t *testing.T) {
+	c := testutil.StartCluster(t, testutil.ClusterOptions{})
+	cl := clients(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const bucket = "catchup"
+	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	away := (leader + 1) % 3
+	c.Kill(away)
+	want := map[string][]byte{}
+	put := func(key string, body []byte) {
+		t.Helper()
+		if _, err := cl[leader].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatalf("PutObject %s: %v", key, err)
+		}
+		want[key] = body
+	}
+	for i := range 20 {
+		put(fmt.Sprintf("k%02d", i), randomBytes(uint64(i), 10<<10+i*7000))
+	}
+	for i := range 5 { // overwritten: the first versions are superseded
+		put(fmt.Sprintf("k%02d", i), randomBytes(uint64(100+i), 50<<10))
+	}
+	for i := 5; i < 10; i++ {
+		key := fmt.Sprintf("k%02d", i)
+		if _, err := cl[leader].DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
+			t.Fatal(err)
+		}
+		delete(want, key)
+	}
+	big := randomBytes(7, 11<<20)
+	up := manager.NewUploader(cl[leader], func(u *manager.Uploader) { u.PartSize = 5 << 20 })
+	if _, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("multi"), Body: bytes.NewReader(big)}); err != nil {
+		t.Fatal(err)
+	}
+	want["multi"] = big
+
+	if err := c.Start(away); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	checkReplicas(t, c, bucket, want)
+}

@@ -28,6 +28,7 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 		cfg                          cluster.Config
 		peers, replication, fsync    string
 		inlineMax, logLevel, vacuumI string
+		limits                       [4]string
 	)
 	fs.StringVar(&cfg.ID, "id", "", "this node's id, one of --peers (required)")
 	fs.StringVar(&cfg.Root, "data", "", "data directory of this node (required; a new node needs an empty one)")
@@ -40,6 +41,10 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&fsync, "fsync", "batch", "durability: batch (group commit), always, none (benchmarks only)")
 	fs.StringVar(&inlineMax, "inline-max", "4KiB", "objects up to this size ride in the log entry and live in metadata")
 	fs.StringVar(&vacuumI, "vacuum-interval", "10m", "period of this node's automatic vacuum check (0: off)")
+	fs.StringVar(&limits[0], "read-limit", "0", "disk read bytes/s, all priorities (0 = unlimited)")
+	fs.StringVar(&limits[1], "write-limit", "0", "disk write bytes/s, all priorities (0 = unlimited)")
+	fs.StringVar(&limits[2], "background-read-limit", "0", "disk read bytes/s of vacuum and catch-up (0 = what clients leave)")
+	fs.StringVar(&limits[3], "background-write-limit", "0", "disk write bytes/s of vacuum and catch-up (0 = what clients leave)")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -72,6 +77,12 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.VacuumInterval, err = time.ParseDuration(vacuumI); err != nil {
 		return fail("--vacuum-interval: %v", err)
+	}
+	for i, dst := range []*int64{&cfg.Limits.ReadBytesPerSec, &cfg.Limits.WriteBytesPerSec,
+		&cfg.Limits.BackgroundReadBytesPerSec, &cfg.Limits.BackgroundWriteBytesPerSec} {
+		if *dst, err = server.ParseBytes(limits[i]); err != nil {
+			return fail("limit %q: %v", limits[i], err)
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {

@@ -21,7 +21,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/b3-storage/b3/internal/admin"
 	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/meta"
@@ -174,13 +176,14 @@ func checkIdentity(cfg Config) error {
 
 // Node is one running cluster member.
 type Node struct {
-	cfg   Config
-	log   *slog.Logger
-	store *objstore.Store
-	raft  *raft.Raft
-	fsm   *fsm
-	logs  *logStore
-	users *userState
+	cfg     Config
+	log     *slog.Logger
+	store   *objstore.Store
+	limiter *iolimit.Limiter
+	raft    *raft.Raft
+	fsm     *fsm
+	logs    *logStore
+	users   *userState
 
 	stages     *stages
 	peerClient *http.Client
@@ -193,6 +196,8 @@ type Node struct {
 	readyTerm atomic.Uint64
 	idCounter atomic.Uint64
 	pending   atomic.Int64 // bytes being pushed to followers
+	pushes    tracker
+	registry  *prometheus.Registry
 
 	closing context.Context
 	close   context.CancelFunc
@@ -204,17 +209,18 @@ func open(cfg Config) (*Node, error) {
 	if err := checkIdentity(cfg); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, stages: newStages()}
+	n := &Node{cfg: cfg, log: cfg.Logger, stages: newStages(), registry: admin.NewRegistry()}
 	n.closing, n.close = context.WithCancel(context.Background())
 	n.peerClient = &http.Client{Transport: pooledTransport()}
 	var err error
 	if n.users, err = openUserState(cfg.Root); err != nil {
 		return nil, err
 	}
+	n.limiter = iolimit.New(cfg.Limits)
 	metaDir, dataDir := objstore.DefaultDirs(cfg.Root)
 	n.store, err = objstore.Open(objstore.Options{
 		MetaDir: metaDir, DataDir: dataDir, Sync: cfg.Sync, SegmentSize: cfg.SegmentSize,
-		Logger: cfg.Logger, Limiter: iolimit.New(cfg.Limits), VacuumThreshold: cfg.VacuumThreshold,
+		Logger: cfg.Logger, Limiter: n.limiter, VacuumThreshold: cfg.VacuumThreshold,
 	})
 	if err != nil {
 		return nil, err
@@ -419,6 +425,7 @@ func (n *Node) shutdown() error {
 		errs = append(errs, n.raft.Shutdown().Error())
 	}
 	n.wg.Wait()
+	n.pushes.closeAndWait()
 	n.stages.discardAll()
 	errs = append(errs, n.logs.Close(), n.store.Close())
 	return errors.Join(errs...)

@@ -54,7 +54,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.backend = newStore(n)
-	n.api = s3api.New(n.backend, s3api.Config{Region: cfg.Region, Directory: n.users.dir, Logger: cfg.Logger})
+	requests := admin.NewRequestMetrics(n.registry)
+	n.registry.MustRegister(&admin.StoreCollector{Store: n.store, Limiter: n.limiter}, n.collector())
+	n.api = s3api.New(n.backend, s3api.Config{Region: cfg.Region, Directory: n.users.dir, Logger: cfg.Logger, Observe: requests.Observe})
 	proxy := n.newProxy()
 
 	s3Ln, err := net.Listen("tcp", cfg.Address)
@@ -99,8 +101,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 }
 
 func (n *Node) stop(servers []*http.Server, mux *portMux, err error) error {
+	// Requests in flight finish first (bounded): a handler must not stage
+	// into a closed store.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for _, s := range servers {
-		s.Close()
+		if s.Shutdown(ctx) != nil {
+			s.Close()
+		}
 	}
 	mux.Close()
 	return errors.Join(err, n.shutdown())
@@ -331,7 +339,7 @@ func (n *Node) adminHandler() (http.Handler, error) {
 	if token == "" {
 		return nil, errors.New("--admin-address needs an admin token (B3_ADMIN_TOKEN)")
 	}
-	inner, err := admin.New(admin.Config{Store: n.store, Users: nodeUsers{n}, Token: token, Logger: n.log,
+	inner, err := admin.New(admin.Config{Store: n.store, Limiter: n.limiter, Users: nodeUsers{n}, Token: token, Logger: n.log, Registry: n.registry,
 		Ready: func() bool { _, id := n.raft.LeaderWithID(); return id != "" }, Context: n.closing})
 	if err != nil {
 		return nil, err

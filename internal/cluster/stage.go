@@ -329,12 +329,18 @@ func (n *Node) push(ctx context.Context, ref bytesRef, st *objstore.Staged, need
 	peers := n.followers()
 	results := make(chan error, len(peers))
 	for _, peer := range peers {
+		if !n.pushes.add() {
+			results <- errClosed
+			continue
+		}
 		n.pending.Add(st.Size)
 		go func() {
+			defer n.pushes.done()
 			defer n.pending.Add(-st.Size)
-			// Detached from the request: a push the client no longer
-			// waits for still spares the follower a fetch.
-			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout(st.Size))
+			// Detached from the request (a push the client no longer
+			// waits for still spares the follower a fetch), not from the
+			// node: closing ends it.
+			pctx, cancel := context.WithTimeout(n.closing, pushTimeout(st.Size))
 			defer cancel()
 			results <- n.pushTo(pctx, peer, ref, st)
 		}()
@@ -389,4 +395,45 @@ func (n *Node) pushTo(ctx context.Context, peer string, ref bytesRef, st *objsto
 		return fmt.Errorf("push to %s: %s", peer, resp.Status)
 	}
 	return nil
+}
+
+// tracker counts background pushes so that the store closes only after
+// the last one stopped reading from it.
+type tracker struct {
+	mu     sync.Mutex
+	n      int
+	closed bool
+	idle   chan struct{} // closed when closed and n reaches 0
+}
+
+func (t *tracker) add() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.n++
+	return true
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.closed && t.n == 0 {
+		close(t.idle)
+	}
+}
+
+// closeAndWait refuses new work and waits for the running.
+func (t *tracker) closeAndWait() {
+	t.mu.Lock()
+	t.closed = true
+	t.idle = make(chan struct{})
+	if t.n == 0 {
+		close(t.idle)
+	}
+	idle := t.idle
+	t.mu.Unlock()
+	<-idle
 }

@@ -374,3 +374,40 @@ func TestClusterFollowerCatchUp(t *testing.T) {
 	}
 	checkReplicas(t, c, bucket, want)
 }
+
+// TestClusterAsync: in async mode writes are acknowledged after the
+// leader's own durable write and still reach every node's store.
+func TestClusterAsync(t *testing.T) {
+	c := testutil.StartCluster(t, testutil.ClusterOptions{Replication: "async"})
+	cl := clients(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := c.Status(0)
+	if err != nil || st.Replication != "async" {
+		t.Fatalf("status: %+v, %v; want replication async", st, err)
+	}
+	const bucket = "async"
+	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for i := range 12 {
+		key := fmt.Sprintf("a%02d", i)
+		body := randomBytes(uint64(i), 1000+i*40000)
+		if _, err := cl[i%3].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatalf("PutObject %s: %v", key, err)
+		}
+		want[key] = body
+		got, err := getObject(ctx, cl[(i+1)%3], bucket, key)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("read %s back through another node: %v", key, err)
+		}
+	}
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	checkReplicas(t, c, bucket, want)
+}

@@ -202,6 +202,31 @@ type Node struct {
 	closing context.Context
 	close   context.CancelFunc
 	wg      sync.WaitGroup
+
+	// leaderMu guards leaderAddr and leaderChanged, which is closed (and
+	// replaced) when the leader this node knows changes: requests it
+	// forwarded to the old one are then cut at once.
+	leaderMu      sync.Mutex
+	leaderAddr    raft.ServerAddress
+	leaderChanged chan struct{}
+}
+
+// leaderEpoch returns a channel closed when the known leader changes.
+func (n *Node) leaderEpoch() <-chan struct{} {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	return n.leaderChanged
+}
+
+func (n *Node) noteLeader() {
+	addr, _ := n.raft.LeaderWithID()
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	if addr != n.leaderAddr {
+		n.leaderAddr = addr
+		close(n.leaderChanged)
+		n.leaderChanged = make(chan struct{})
+	}
 }
 
 // open starts the store and raft; Run serves them.
@@ -209,7 +234,7 @@ func open(cfg Config) (*Node, error) {
 	if err := checkIdentity(cfg); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, stages: newStages(), registry: admin.NewRegistry()}
+	n := &Node{cfg: cfg, log: cfg.Logger, stages: newStages(), registry: admin.NewRegistry(), leaderChanged: make(chan struct{})}
 	n.closing, n.close = context.WithCancel(context.Background())
 	n.peerClient = &http.Client{Transport: pooledTransport()}
 	var err error
@@ -287,6 +312,7 @@ func (n *Node) watchLeadership() {
 			return
 		case <-t.C:
 		}
+		n.noteLeader()
 		if n.raft.State() != raft.Leader {
 			n.readyTerm.Store(0)
 			continue
@@ -408,6 +434,9 @@ func (n *Node) quorumPeers() int {
 
 func pooledTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Peers are near: a peer that does not answer a dial within 2 s is
+	// down or cut off, and the caller has better things to try.
+	t.DialContext = (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 15 * time.Second}).DialContext
 	// Sized for load: Go's default of 2 idle connections per host makes
 	// every burst open (and leave in TIME_WAIT) new connections.
 	t.MaxIdleConns = 1024

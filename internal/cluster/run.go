@@ -145,8 +145,20 @@ func (n *Node) serveClient(w http.ResponseWriter, r *http.Request, proxy *httput
 			n.serveLeader(w, r)
 			return
 		}
+		changed := n.leaderEpoch()
 		if addr, id := n.raft.LeaderWithID(); addr != "" && string(id) != n.cfg.ID {
-			proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, string(addr))))
+			// Cut the forward if the leader changes meanwhile (it died or
+			// was cut off: its answer may never come).
+			ctx, cancel := context.WithCancel(context.WithValue(r.Context(), targetKey{}, string(addr)))
+			go func() {
+				select {
+				case <-changed:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			proxy.ServeHTTP(w, r.WithContext(ctx))
+			cancel()
 			return
 		}
 		if time.Now().After(deadline) || r.Context().Err() != nil {

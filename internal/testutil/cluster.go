@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,9 @@ type ClusterOptions struct {
 	Args        []string
 	AccessKey   string // default "TESTACCESSKEY0000000"
 	SecretKey   string // default "test/secret/key/000000000000000000000000"
+	// Network, if set, runs node i inside Network.Nodes[i] on fixed ports
+	// of its address; the test reaches it from the hub namespace.
+	Network *Network
 }
 
 // ClusterNode is one member of a test cluster.
@@ -33,6 +37,21 @@ type ClusterNode struct {
 	AdminAddr   string
 	Proc        *Process // the current (or last) process
 	logs        []string // output of the node's earlier processes
+	// Dial opens connections to the node's addresses (from the hub
+	// namespace when the cluster runs in namespaces).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Client returns an S3 client of the node, with the given timeout per
+// request.
+func (c *Cluster) Client(i int, timeout time.Duration) *s3.Client {
+	return S3ClientDial(c.Nodes[i].Endpoint(), c.opts.AccessKey, c.opts.SecretKey, timeout, c.Nodes[i].Dial)
+}
+
+// InsideClient returns an S3 client that reaches node i from inside its
+// own namespace (on its loopback), partitioned or not.
+func (c *Cluster) InsideClient(i int, timeout time.Duration) *s3.Client {
+	return S3ClientDial("http://127.0.0.1:9000", c.opts.AccessKey, c.opts.SecretKey, timeout, DialIn(c.opts.Network.Nodes[i]))
 }
 
 // Endpoint is the node's S3 endpoint URL.
@@ -67,11 +86,15 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	var peers []string
 	for i := range opts.Nodes {
 		n := &ClusterNode{
-			ID:          fmt.Sprintf("n%d", i+1),
-			Data:        filepath.Join(root, fmt.Sprintf("n%d", i+1)),
-			S3Addr:      FreeAddr(t),
-			ClusterAddr: FreeAddr(t),
-			AdminAddr:   FreeAddr(t),
+			ID:   fmt.Sprintf("n%d", i+1),
+			Data: filepath.Join(root, fmt.Sprintf("n%d", i+1)),
+			Dial: (&net.Dialer{}).DialContext,
+		}
+		if nw := opts.Network; nw != nil {
+			n.S3Addr, n.ClusterAddr, n.AdminAddr = nw.IPs[i]+":9000", nw.IPs[i]+":9100", nw.IPs[i]+":9200"
+			n.Dial = DialIn(nw.Hub)
+		} else {
+			n.S3Addr, n.ClusterAddr, n.AdminAddr = FreeAddr(t), FreeAddr(t), FreeAddr(t)
 		}
 		c.Nodes = append(c.Nodes, n)
 		peers = append(peers, n.ID+"="+n.ClusterAddr)
@@ -89,7 +112,7 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 		t.Fatalf("no leader: %v", err)
 	}
 	// Serving S3: the leader has applied the root user.
-	s3c := S3Client(c.Nodes[0].Endpoint(), opts.AccessKey, opts.SecretKey)
+	s3c := c.Client(0, 10*time.Second)
 	for {
 		_, err := s3c.ListBuckets(ctx, &s3.ListBucketsInput{})
 		if err == nil {
@@ -110,8 +133,13 @@ func (c *Cluster) Keys() (accessKey, secretKey string) { return c.opts.AccessKey
 // other means).
 func (c *Cluster) Args(i int) []string {
 	n := c.Nodes[i]
-	args := []string{"node", "--id", n.ID, "--data", n.Data, "--address", n.S3Addr,
-		"--cluster-address", n.ClusterAddr, "--peers", c.peers, "--admin-address", n.AdminAddr,
+	s3Addr, adminAddr := n.S3Addr, n.AdminAddr
+	if c.opts.Network != nil {
+		// Also on the namespace's loopback, for InsideClient.
+		s3Addr, adminAddr = "0.0.0.0:9000", "0.0.0.0:9200"
+	}
+	args := []string{"node", "--id", n.ID, "--data", n.Data, "--address", s3Addr,
+		"--cluster-address", n.ClusterAddr, "--peers", c.peers, "--admin-address", adminAddr,
 		"--replication", c.opts.Replication}
 	return append(args, c.opts.Args...)
 }
@@ -125,7 +153,12 @@ func (c *Cluster) Start(i int) error {
 		}
 		n.logs = append(n.logs, n.Proc.Output.String())
 	}
-	p, err := Start(n.ID, c.bin, c.Args(i), []string{
+	bin, args := c.bin, c.Args(i)
+	if c.opts.Network != nil {
+		argv := Exec(c.opts.Network.Nodes[i], append([]string{bin}, args...)...)
+		bin, args = argv[0], argv[1:]
+	}
+	p, err := Start(n.ID, bin, args, []string{
 		"B3_ACCESS_KEY=" + c.opts.AccessKey, "B3_SECRET_KEY=" + c.opts.SecretKey, "B3_ADMIN_TOKEN=" + c.AdminToken,
 	})
 	if err != nil {
@@ -154,7 +187,9 @@ func (c *Cluster) Running(i int) bool { return c.Nodes[i].Proc != nil && !c.Node
 
 // Status asks node i for the status of the group.
 func (c *Cluster) Status(i int) (admin.ClusterStatus, error) {
-	cl := &admin.Client{Endpoint: "http://" + c.Nodes[i].AdminAddr, Token: c.AdminToken, HTTP: &http.Client{Timeout: 5 * time.Second}}
+	tr := &http.Transport{DialContext: c.Nodes[i].Dial}
+	defer tr.CloseIdleConnections()
+	cl := &admin.Client{Endpoint: "http://" + c.Nodes[i].AdminAddr, Token: c.AdminToken, HTTP: &http.Client{Timeout: 5 * time.Second, Transport: tr}}
 	return cl.ClusterStatus(context.Background())
 }
 

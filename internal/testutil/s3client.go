@@ -3,6 +3,8 @@ package testutil
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,11 +25,21 @@ func S3Client(endpoint, accessKey, secretKey string) *s3.Client {
 
 // S3ClientTimeout is S3Client with another timeout per request.
 func S3ClientTimeout(endpoint, accessKey, secretKey string, timeout time.Duration) *s3.Client {
+	return S3ClientDial(endpoint, accessKey, secretKey, timeout, nil)
+}
+
+// S3ClientDial is S3ClientTimeout with its own dial function (nil: the
+// default).
+func S3ClientDial(endpoint, accessKey, secretKey string, timeout time.Duration, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *s3.Client {
+	hc := awshttp.NewBuildableClient().WithTimeout(timeout)
+	if dial != nil {
+		hc = hc.WithTransportOptions(func(tr *http.Transport) { tr.DialContext = dial })
+	}
 	cfg, err := config.LoadDefaultConfig(context.Background(),
 		config.WithRegion("us-east-1"),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(accessKey, secretKey, "")),
 		config.WithRetryMaxAttempts(1),
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(timeout)),
+		config.WithHTTPClient(hc),
 		config.WithLogger(logging.Nop{}))
 	if err != nil {
 		panic(err) // static configuration: cannot fail

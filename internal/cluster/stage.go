@@ -345,27 +345,7 @@ func (n *Node) push(ctx context.Context, ref bytesRef, st *objstore.Staged, need
 			results <- n.pushTo(pctx, peer, ref, st)
 		}()
 	}
-	if need <= 0 {
-		return nil
-	}
-	var errs []error
-	acks := 0
-	for range peers {
-		select {
-		case err := <-results:
-			if err == nil {
-				acks++
-				if acks >= need {
-					return nil
-				}
-				continue
-			}
-			errs = append(errs, err)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return fmt.Errorf("%w: %d of %d replicas hold the bytes: %v", errNoQuorum, acks, need, errors.Join(errs...))
+	return n.awaitAcks(ctx, results, len(peers), need)
 }
 
 // pushTimeout allows a slow disk 5 MB/s plus a fixed margin.
@@ -379,22 +359,7 @@ func (n *Node) pushTo(ctx context.Context, peer string, ref bytesRef, st *objsto
 		return err
 	}
 	defer body.Close()
-	u := "http://" + peer + "/_b3/v1/stage?" + refQuery(ref).Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, body)
-	if err != nil {
-		return err
-	}
-	req.ContentLength = st.Size
-	resp, err := n.peerClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("push to %s: %s", peer, resp.Status)
-	}
-	return nil
+	return n.sendStage(ctx, peer, ref, body, st.Size)
 }
 
 // tracker counts background pushes so that the store closes only after

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"io"
 	"sync"
@@ -84,29 +85,38 @@ func (s *Store) current(bucket, key string) (*meta.Object, error) {
 }
 
 // stageAndPush writes body beside the log here and on the followers (step
-// 2 and 4 of the PUT path); finish runs in between with the size.
+// 2 and 4 of the PUT path); finish runs in between with the size. Sync
+// mode streams the body to the followers as it is written here; async
+// mode writes it here, and pushes it after the client is answered.
 func (s *Store) stageAndPush(ctx context.Context, bucket, key string, version uint64, body io.Reader, finish func(size int64) error) (stage uint64, size int64, err error) {
 	n := s.node
-	st, err := n.store.Stage(ctx, bucket, key, version, body)
-	if err != nil {
-		return 0, 0, err
-	}
-	if err := finish(st.Size); err != nil {
-		st.Discard()
-		return 0, 0, err
-	}
 	if stage, err = n.nextID(); err != nil {
-		st.Discard()
 		return 0, 0, err
 	}
 	ref := bytesRef{Stage: stage, Bucket: bucket, Key: key, Version: version}
-	e := n.stages.begin(stage)
-	n.stages.finish(stage, e, st, nil)
-	if err := n.push(ctx, ref, st, n.quorumPeers()); err != nil {
-		if st := n.stages.take(ctx, stage, 0); st != nil {
-			st.Discard()
+	var st *objstore.Staged
+	need := n.quorumPeers()
+	if need > 0 {
+		st, err = n.stream(ctx, ref, body, need, finish)
+	} else {
+		st, err = n.store.Stage(ctx, bucket, key, version, body)
+		if err == nil {
+			if err = finish(st.Size); err != nil {
+				st.Discard()
+			}
 		}
+	}
+	if err != nil {
 		return 0, 0, err
+	}
+	e := n.stages.begin(stage)
+	if e == nil { // ids are unique: cannot happen
+		st.Discard()
+		return 0, 0, fmt.Errorf("cluster: stage id %d reused", stage)
+	}
+	n.stages.finish(stage, e, st, nil)
+	if need == 0 {
+		_ = n.push(ctx, ref, st, 0) // in the background
 	}
 	return stage, st.Size, nil
 }

@@ -17,8 +17,16 @@ import (
 var appliedKey = []byte("mapplied")
 
 // SetApplied stamps the batch: on Commit, Applied becomes n.
+//
+// A stamped batch commits without waiting for a sync of its own: its
+// changes are a replay of a command the caller's log already holds
+// durably. A crash may lose the batch, and with it the stamp, never one
+// without the other (pebble writes a batch whole, in order); the caller
+// then applies the command again from its log. Any later synced write
+// makes it durable too.
 func (b *Batch) SetApplied(n uint64) {
 	b.set(appliedKey, binary.BigEndian.AppendUint64(nil, n))
+	b.stamped = true
 }
 
 // Applied returns the stamp of the last committed batch that carried one,

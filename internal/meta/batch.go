@@ -18,6 +18,9 @@ type Batch struct {
 	db  *DB
 	b   *pebble.Batch
 	err error
+	// stamped: SetApplied was called; Commit then does not wait for a
+	// sync (see SetApplied).
+	stamped bool
 }
 
 // NewBatch starts an empty batch.
@@ -123,7 +126,11 @@ func (b *Batch) Commit() error {
 	if b.err != nil {
 		return b.err
 	}
-	if err := b.b.Commit(b.db.write); err != nil {
+	write := b.db.write
+	if b.stamped {
+		write = pebble.NoSync
+	}
+	if err := b.b.Commit(write); err != nil {
 		return fmt.Errorf("commit meta batch: %w", err)
 	}
 	return nil

@@ -58,7 +58,7 @@ start_server() {
 		# The admin listener (metrics, pprof) defaults to port 9001, which
 		# another b3 on the machine may hold: give it a free port too.
 		local admin=()
-		if "$B3_BIN" server -h 2>&1 | grep -q -- -admin-address; then
+		if "$B3_BIN" server -h 2>&1 | grep -- -admin-address >/dev/null; then
 			admin_address=127.0.0.1:$(free_port)
 			admin=(--admin-address "$admin_address")
 		fi

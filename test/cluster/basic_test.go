@@ -321,7 +321,9 @@ func TestNodeRefusesForeignData(t *testing.T) {
 // returns (replaying the log, fetching the bytes it missed, skipping those
 // a later command replaced) and ends with the same objects as the others.
 func TestClusterFollowerCatchUp(t *testing.T) {
-	c := testutil.StartCluster(t, testutil.ClusterOptions{})
+	// The background limit bounds the catch-up (fetches are background
+	// I/O); the counters below show the bytes went through that class.
+	c := testutil.StartCluster(t, testutil.ClusterOptions{Args: []string{"--background-write-limit", "8MiB"}})
 	cl := clients(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -368,6 +370,20 @@ func TestClusterFollowerCatchUp(t *testing.T) {
 	}
 	if err := c.WaitConverged(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The catch-up was background I/O on the returning node: it wrote at
+	// least the bytes of the objects that survived (those it fetched).
+	var missed int64
+	for _, body := range want {
+		missed += int64(len(body))
+	}
+	ac := &admin.Client{Endpoint: "http://" + c.Nodes[away].AdminAddr, Token: c.AdminToken}
+	stats, err := ac.Stats(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stats.IO.Write.Background.Bytes; got < missed {
+		t.Fatalf("the returning node wrote %d bytes as background I/O, want at least the %d it missed", got, missed)
 	}
 	if err := c.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)

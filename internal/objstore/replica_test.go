@@ -129,7 +129,9 @@ func TestReplicaApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Discard()
-
+	if _, err := s.HeadObject("b", "gone"); !errors.Is(err, ErrNoSuchKey) {
+		t.Fatalf("discarded stage: %v", err)
+	}
 }
 
 func applyPart(ctx context.Context, s *Store, up *meta.Upload, n int, stamp uint64) error {

@@ -29,6 +29,7 @@ import (
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/s3api"
+	"github.com/b3-storage/b3/internal/server"
 )
 
 // Replication is when a write is acknowledged.
@@ -171,7 +172,7 @@ func checkIdentity(cfg Config) error {
 		return err
 	}
 	data, _ = json.MarshalIndent(want, "", "  ")
-	return writeFileSync(path, append(data, '\n'), 0o644)
+	return server.WriteFileSync(path, append(data, '\n'), 0o644)
 }
 
 // Node is one running cluster member.

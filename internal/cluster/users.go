@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/b3-storage/b3/internal/admin"
 	"github.com/b3-storage/b3/internal/s3api"
+	"github.com/b3-storage/b3/internal/server"
 )
 
 // UsersFile holds the cluster's users on each node (DATA/users.json, mode
@@ -85,7 +85,7 @@ func (u *userState) apply(c *command) error {
 		delete(u.users, c.User.AccessKey)
 	}
 	data, _ := json.MarshalIndent(u.list(), "", "  ")
-	if err := writeFileSync(u.path, append(data, '\n'), 0o600); err != nil {
+	if err := server.WriteFileSync(u.path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("save users: %w", err)
 	}
 	u.publish()
@@ -113,50 +113,7 @@ func (u *userState) adminList() []admin.User {
 	return out
 }
 
-// writeFileSync writes a file atomically: temp file, fsync, rename, fsync
-// of the directory.
-func writeFileSync(path string, data []byte, perm os.FileMode) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-const (
-	upperAlnum     = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	secretAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-)
-
-func randomString(n int, alphabet string) string {
-	buf := make([]byte, n)
-	_, _ = rand.Read(buf)
-	for i, b := range buf {
-		buf[i] = alphabet[int(b)%len(alphabet)]
-	}
-	return string(buf)
-}
-
 func newUser(name string) User {
-	return User{Name: name, AccessKey: "B3" + randomString(18, upperAlnum), SecretKey: randomString(40, secretAlphabet)}
+	u := server.NewUser(name)
+	return User{Name: u.Name, AccessKey: u.AccessKey, SecretKey: u.SecretKey}
 }

@@ -80,7 +80,9 @@ func (s *Store) ReadExtents(ctx context.Context, exts []meta.Extent, size int64)
 	return s.blob.NewReader(ctx, toBlob(exts), 0, size)
 }
 
-// Applied returns the stamp of the last applied command (0: none).
+// Applied returns the stamp of the last applied command (0: none). Every
+// Apply* function takes stamp 0 for a local write (the single server's
+// paths share them).
 func (s *Store) Applied() (uint64, error) { return s.meta.Applied() }
 
 // ApplyPutObject installs obj (Version, Modified, Size and either Extents
@@ -95,7 +97,15 @@ func (s *Store) ApplyPutObject(obj *meta.Object, stamp uint64) error {
 }
 
 func stampBatch(stamp uint64) func(*meta.Batch, map[uint64]int64) {
-	return func(b *meta.Batch, _ map[uint64]int64) { b.SetApplied(stamp) }
+	return func(b *meta.Batch, _ map[uint64]int64) { stampIf(b, stamp) }
+}
+
+// stampIf stamps b with a command's position; 0 is a local (not
+// replicated) write, which commits unstamped and synced as any other.
+func stampIf(b *meta.Batch, stamp uint64) {
+	if stamp != 0 {
+		b.SetApplied(stamp)
+	}
 }
 
 // ApplyUpdateObject replaces the record of obj's key with obj if the
@@ -119,7 +129,7 @@ func (s *Store) ApplyUpdateObject(obj *meta.Object, stamp uint64) error {
 	b := s.meta.NewBatch()
 	defer b.Close()
 	b.PutObject(&next)
-	b.SetApplied(stamp)
+	stampIf(b, stamp)
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("update %s/%s: %w", obj.Bucket, obj.Key, err)
 	}
@@ -145,7 +155,7 @@ func (s *Store) ApplyDeleteObject(bucket, key string, stamp uint64) (*meta.Objec
 		b.DeleteObject(bucket, key)
 		addDead(b, cur.Extents, counts)
 	}
-	b.SetApplied(stamp)
+	stampIf(b, stamp)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("delete %s/%s: %w", bucket, key, err)
 	}
@@ -174,7 +184,7 @@ func (s *Store) ApplyPutBucket(bk *meta.Bucket, create bool, stamp uint64) error
 	batch := s.meta.NewBatch()
 	defer batch.Close()
 	batch.PutBucket(bk)
-	batch.SetApplied(stamp)
+	stampIf(batch, stamp)
 	if err := batch.Commit(); err != nil {
 		return fmt.Errorf("put bucket %s: %w", bk.Name, err)
 	}
@@ -204,7 +214,7 @@ func (s *Store) ApplyDeleteBucket(name string, stamp uint64) error {
 	batch := s.meta.NewBatch()
 	defer batch.Close()
 	batch.DeleteBucket(name)
-	batch.SetApplied(stamp)
+	stampIf(batch, stamp)
 	if err := batch.Commit(); err != nil {
 		return err
 	}
@@ -219,7 +229,7 @@ func (s *Store) ApplyCreateUpload(up *meta.Upload, stamp uint64) error {
 		b := s.meta.NewBatch()
 		defer b.Close()
 		b.PutUpload(up)
-		b.SetApplied(stamp)
+		stampIf(b, stamp)
 		return b.Commit()
 	})
 }
@@ -243,7 +253,7 @@ func (s *Store) ApplyPutPart(bucket, key string, part *meta.Part, stamp uint64) 
 	if old != nil {
 		addDead(b, old.Extents, counts)
 	}
-	b.SetApplied(stamp)
+	stampIf(b, stamp)
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("commit part %d of %s: %w", part.Number, part.UploadID, err)
 	}
@@ -307,7 +317,7 @@ func (s *Store) ApplyCompleteUpload(obj *meta.Object, uploadID string, numbers [
 					addDead(b, p.Extents, counts)
 				}
 			}
-			b.SetApplied(stamp)
+			stampIf(b, stamp)
 		})
 	})
 }
@@ -330,7 +340,7 @@ func (s *Store) ApplyAbortUpload(bucket, key, uploadID string, stamp uint64) err
 	for _, p := range all {
 		addDead(b, p.Extents, counts)
 	}
-	b.SetApplied(stamp)
+	stampIf(b, stamp)
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("abort upload %s: %w", uploadID, err)
 	}

@@ -21,9 +21,11 @@
 // # One PUT (sync mode)
 //
 //	client ─PUT─▶ any node ──(not leader: reverse proxy, streaming)──▶ leader
-//	leader: version = term<<32|n; stage body in own segments (fsync)
-//	leader ─PUT /_b3/v1/stage─▶ followers: stage in their segments (fsync), 200
-//	leader: waits for a majority (itself + 1 of 2) to hold the bytes
+//	leader: version = term<<32|n; stage the body in own segments while
+//	    streaming it ─PUT /_b3/v1/stage─▶ followers: stage in their
+//	    segments, fsync, 200 (stream.go)
+//	leader: fsync; ETag and checksums checked; waits for a majority
+//	    (itself + 1 of 2) to hold the bytes
 //	leader: raft.Apply({put bucket/key version attrs stage-id}) ─▶ commit on a majority
 //	every node's fsm: take the staged bytes by stage id (or fetch them from
 //	    a peer: GET /_b3/v1/bytes), install the record (one meta batch with
@@ -53,7 +55,10 @@
 //     replaced them, and the asker may skip installing them.
 //   - Every store change commits together with its log index; after a
 //     restart commands at or below the stored index are skipped, so none
-//     is applied twice.
+//     is applied twice. Those commits do not wait for a sync: the Raft log
+//     holds the commands durably, and a crash that loses a commit loses
+//     its index with it, so the command is applied again. (Object bytes
+//     are not in the log: they are synced when staged.)
 //   - Only the leader serves S3, after a barrier in its term; reads first
 //     confirm leadership (VerifyLeader). Other nodes forward, once: a
 //     forwarded request reaching a non-leader gets 503 SlowDown.

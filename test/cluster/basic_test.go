@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 feature/s3/manager is the transfer manager applications use today; its successor (feature/s3/transfermanager) is not yet a dependency of this module.
+
 // Package cluster_test drives real `b3 node` processes (package testutil)
 // with aws-sdk-go-v2: S3 through every node, failover under load, and
 // what a node refuses.

@@ -172,9 +172,10 @@ func (f *fsm) bytes(ref bytesRef) (*objstore.Staged, error) {
 	return st, err
 }
 
-// pushWait is how long an apply waits for bytes still arriving by push
-// before it fetches them.
-const pushWait = 30 * time.Second
+// pushWait is how long bytes still arriving by push may make no progress
+// before an apply that needs them stops waiting and fetches them instead
+// (the leader that pushed them may be cut off, the connection hanging).
+const pushWait = 2 * time.Second
 
 // Snapshot is not supported: the log is kept whole (SnapshotThreshold is
 // set out of reach), and a replica catches up by replaying it. See

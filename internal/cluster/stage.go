@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/b3-storage/b3/internal/iolimit"
@@ -27,10 +28,23 @@ type stages struct {
 }
 
 type stageEntry struct {
-	done    chan struct{} // closed when staged or err is set
-	staged  *objstore.Staged
-	err     error
-	created time.Time
+	done     chan struct{} // closed when staged or err is set
+	staged   *objstore.Staged
+	err      error
+	created  time.Time
+	received atomic.Int64 // bytes arrived so far (progress while not done)
+}
+
+// countingReader counts what a push has delivered into its entry.
+type countingReader struct {
+	r io.Reader
+	e *stageEntry
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.e.received.Add(int64(n))
+	return n, err
 }
 
 // stageTTL bounds how long unclaimed bytes stay pinned against vacuum.
@@ -63,23 +77,31 @@ func (s *stages) finish(id uint64, e *stageEntry, st *objstore.Staged, err error
 	}
 }
 
-// take removes and returns the bytes staged under id, waiting up to wait
-// for bytes still arriving; nil if there are none.
-func (s *stages) take(ctx context.Context, id uint64, wait time.Duration) *objstore.Staged {
+// take removes and returns the bytes staged under id, waiting for bytes
+// still arriving as long as they make progress (some arrive within every
+// stall period); nil if there are none, or they stopped coming.
+func (s *stages) take(ctx context.Context, id uint64, stall time.Duration) *objstore.Staged {
 	s.mu.Lock()
 	e := s.m[id]
 	s.mu.Unlock()
 	if e == nil {
 		return nil
 	}
-	t := time.NewTimer(wait)
+	t := time.NewTicker(max(stall, time.Millisecond))
 	defer t.Stop()
-	select {
-	case <-e.done:
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return nil
+	for last := int64(-1); ; {
+		select {
+		case <-e.done:
+		case <-t.C:
+			if got := e.received.Load(); got != last {
+				last = got
+				continue
+			}
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+		break
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -200,7 +222,7 @@ func (n *Node) handleStage(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	st, err := n.store.Stage(r.Context(), ref.Bucket, ref.Key, ref.Version, r.Body)
+	st, err := n.store.Stage(r.Context(), ref.Bucket, ref.Key, ref.Version, countingReader{r.Body, e})
 	if err == nil && r.ContentLength >= 0 && st.Size != r.ContentLength {
 		st.Discard()
 		st, err = nil, fmt.Errorf("stage %d: %d bytes of %d", ref.Stage, st.Size, r.ContentLength)

@@ -32,6 +32,7 @@ commands:
   limits set name=value...   read, write, background-read, background-write (bytes/s, units KiB MiB GiB)
   cache                      cache statistics
   lifecycle run              one lifecycle pass now
+  cluster status [--json]    members of the replica group, health, leader, term, lag (b3 node)
 
 flags:
 `
@@ -177,6 +178,10 @@ func runAdmin(args []string, stdout, stderr io.Writer) int {
 	case "lifecycle run":
 		res, err := c.LifecycleRun(ctx)
 		return show(res, err, nil)
+	case "cluster status":
+		*asJSON = *asJSON || arg(2) == "--json" || arg(2) == "-json"
+		st, err := c.ClusterStatus(ctx)
+		return show(st, err, func() { printClusterStatus(stdout, st) })
 	}
 	fmt.Fprintf(stderr, "b3 admin: unknown command %q\n\n", strings.Join(cmd, " "))
 	fs.Usage()

@@ -18,6 +18,9 @@ type Batch struct {
 	db  *DB
 	b   *pebble.Batch
 	err error
+	// stamped: SetApplied was called; Commit then does not wait for a
+	// sync (see SetApplied).
+	stamped bool
 }
 
 // NewBatch starts an empty batch.
@@ -120,7 +123,11 @@ func (b *Batch) DeleteSegmentCounter(segment uint64) {
 // the batch is durable. After a failed Commit nothing of the batch was
 // applied (pebble applies a batch whole or not at all).
 func (b *Batch) Commit() error {
-	return b.commit(b.db.write)
+	write := b.db.write
+	if b.stamped {
+		write = pebble.NoSync
+	}
+	return b.commit(write)
 }
 
 // CommitSync is Commit, durable on return whatever Options.Sync says: the

@@ -40,7 +40,9 @@
 //	"s" segmentID(u64 big-endian)                     dead bytes (int64, merged)
 //	"m" name                                          misc: "mversion" (version
 //	                                                  high-water mark), "mformat",
-//	                                                  "mstate" (EngineState)
+//	                                                  "mstate" (EngineState),
+//	                                                  "mapplied" (replicated log
+//	                                                  position, see Batch.SetApplied)
 //
 // Bucket names never contain 0x00, so "o" bucket 0x00 orders the objects of
 // one bucket by the bytes of their keys, and bucket "a" never interleaves

@@ -97,29 +97,7 @@ func (s *Store) UpdateBucket(name string, fn func(*meta.Bucket) error) error {
 // DeleteBucket removes an empty bucket. Object writes hold the bucket's
 // lock shared while they commit, so none can land between the emptiness
 // check and the delete.
-func (s *Store) DeleteBucket(name string) error {
-	mu := s.bucketMutex(name)
-	mu.Lock()
-	defer mu.Unlock()
-	if _, err := s.GetBucket(name); err != nil {
-		return err
-	}
-	empty, err := s.meta.BucketEmpty(name)
-	if err != nil {
-		return err
-	}
-	if !empty {
-		return ErrBucketNotEmpty
-	}
-	batch := s.meta.NewBatch()
-	defer batch.Close()
-	batch.DeleteBucket(name)
-	if err := batch.Commit(); err != nil {
-		return err
-	}
-	s.buckets.Store(name, bucketGone)
-	return nil
-}
+func (s *Store) DeleteBucket(name string) error { return s.ApplyDeleteBucket(name, 0) }
 
 // ListBuckets returns every bucket, ordered by name.
 func (s *Store) ListBuckets() ([]meta.Bucket, error) { return s.meta.ListBuckets() }

@@ -84,28 +84,9 @@ func (s *Store) PutPart(ctx context.Context, bucket, key, uploadID string, numbe
 }
 
 func (s *Store) commitPart(bucket, key string, part *meta.Part) error {
-	unlock := s.lockKey(bucket, key)
-	defer unlock()
-	// The upload may have been completed or aborted while the body streamed.
-	if _, err := s.GetUpload(bucket, key, part.UploadID); err != nil {
-		return err
-	}
-	old, err := s.meta.GetPart(part.UploadID, part.Number)
-	if err != nil && !errors.Is(err, meta.ErrNotFound) {
-		return err
-	}
-	b := s.meta.NewBatch()
-	defer b.Close()
-	counts := map[uint64]int64{}
-	b.PutPart(part)
-	if old != nil {
-		addDead(b, old.Extents, counts)
-	}
-	if err := b.Commit(); err != nil {
-		return fmt.Errorf("commit part %d of %s: %w", part.Number, part.UploadID, err)
-	}
-	s.noteDead(counts)
-	return nil
+	// The upload may have been completed or aborted while the body
+	// streamed: ApplyPutPart checks it under the key lock.
+	return s.ApplyPutPart(bucket, key, part, 0)
 }
 
 // CompleteFunc builds the object from the upload and the parts the client
@@ -168,27 +149,7 @@ func (s *Store) CompleteUpload(bucket, key, uploadID string, numbers []int, buil
 
 // AbortUpload drops an upload and counts its parts dead.
 func (s *Store) AbortUpload(bucket, key, uploadID string) error {
-	unlock := s.lockKey(bucket, key)
-	defer unlock()
-	if _, err := s.GetUpload(bucket, key, uploadID); err != nil {
-		return err
-	}
-	all, err := s.allParts(uploadID)
-	if err != nil {
-		return err
-	}
-	b := s.meta.NewBatch()
-	defer b.Close()
-	counts := map[uint64]int64{}
-	b.DeleteUpload(bucket, key, uploadID)
-	for _, p := range all {
-		addDead(b, p.Extents, counts)
-	}
-	if err := b.Commit(); err != nil {
-		return fmt.Errorf("abort upload %s: %w", uploadID, err)
-	}
-	s.noteDead(counts)
-	return nil
+	return s.ApplyAbortUpload(bucket, key, uploadID, 0)
 }
 
 // allParts returns every part of an upload by number.

@@ -20,7 +20,6 @@ import (
 
 	"github.com/b3-storage/b3/internal/checksum"
 	"github.com/b3-storage/b3/internal/meta"
-	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/s3auth"
 )
 
@@ -63,10 +62,10 @@ type Config struct {
 	Observe func(RequestInfo)
 }
 
-// Server is the S3 REST API over an objstore.Store. It is an
+// Server is the S3 REST API over a Backend (an objstore.Store). It is an
 // http.Handler, safe for concurrent use; it holds no lock across requests.
 type Server struct {
-	store    *objstore.Store
+	store    Backend
 	cfg      Config
 	log      *slog.Logger
 	verifier *s3auth.Verifier
@@ -77,7 +76,7 @@ type Server struct {
 }
 
 // New returns a Server answering for store.
-func New(store *objstore.Store, cfg Config) *Server {
+func New(store Backend, cfg Config) *Server {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}

@@ -38,9 +38,9 @@ func LoadOrCreateCredentials(dir string) (user s3api.User, created bool, err err
 	case !errors.Is(err, fs.ErrNotExist):
 		return s3api.User{}, false, fmt.Errorf("read credentials: %w", err)
 	}
-	user = s3api.User{Name: "root", AccessKey: "B3" + randomString(18, upperAlnum), SecretKey: randomString(40, secretAlphabet)}
+	user = NewUser("root")
 	data, _ = json.MarshalIndent(credentialsDoc{Name: user.Name, AccessKey: user.AccessKey, SecretKey: user.SecretKey}, "", "  ")
-	if err := writeFileSync(path, append(data, '\n'), 0o600); err != nil {
+	if err := WriteFileSync(path, append(data, '\n'), 0o600); err != nil {
 		return s3api.User{}, false, fmt.Errorf("save credentials: %w", err)
 	}
 	return user, true, nil
@@ -60,8 +60,14 @@ func randomString(n int, alphabet string) string {
 	return string(buf)
 }
 
-// writeFileSync writes a new file atomically: temp file, fsync, rename.
-func writeFileSync(path string, data []byte, perm os.FileMode) error {
+// NewUser returns a user with a fresh access key and secret.
+func NewUser(name string) s3api.User {
+	return s3api.User{Name: name, AccessKey: "B3" + randomString(18, upperAlnum), SecretKey: randomString(40, secretAlphabet)}
+}
+
+// WriteFileSync writes a new file atomically and durably: temp file,
+// fsync, rename, fsync of the directory.
+func WriteFileSync(path string, data []byte, perm os.FileMode) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
@@ -78,7 +84,16 @@ func writeFileSync(path string, data []byte, perm os.FileMode) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	// The rename is durable once the directory is synced.
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // ParseUsers parses B3_USERS: "name:accesskey:secret[,...]".

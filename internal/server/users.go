@@ -61,7 +61,7 @@ func (st *userStore) save(users []s3api.User) error {
 		docs = append(docs, credentialsDoc{Name: u.Name, AccessKey: u.AccessKey, SecretKey: u.SecretKey})
 	}
 	data, _ := json.MarshalIndent(docs, "", "  ")
-	if err := writeFileSync(st.path, append(data, '\n'), 0o600); err != nil {
+	if err := WriteFileSync(st.path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("save users: %w", err)
 	}
 	return nil
@@ -83,7 +83,7 @@ func (st *userStore) List() []admin.User {
 }
 
 func (st *userStore) Add(name string) (admin.User, error) {
-	u := s3api.User{Name: name, AccessKey: "B3" + randomString(18, upperAlnum), SecretKey: randomString(40, secretAlphabet)}
+	u := NewUser(name)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	next := append(append([]s3api.User{}, st.managed...), u)
@@ -134,7 +134,7 @@ func LoadOrCreateAdminToken(root string) (string, error) {
 		return "", fmt.Errorf("read admin token: %w", err)
 	}
 	tok := randomString(40, upperAlnum+"abcdefghijklmnopqrstuvwxyz")
-	if err := writeFileSync(path, []byte(tok+"\n"), 0o600); err != nil {
+	if err := WriteFileSync(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("save admin token: %w", err)
 	}
 	return tok, nil

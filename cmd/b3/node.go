@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/b3-storage/b3/internal/admin"
+	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/cluster"
+	"github.com/b3-storage/b3/internal/server"
+)
+
+// runNode is "b3 node": one member of a replica group (see
+// docs/CLUSTER.md), until SIGINT or SIGTERM.
+func runNode(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("b3 node", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfg                          cluster.Config
+		peers, replication, fsync    string
+		inlineMax, logLevel, vacuumI string
+		limits                       [4]string
+	)
+	fs.StringVar(&cfg.ID, "id", "", "this node's id, one of --peers (required)")
+	fs.StringVar(&cfg.Root, "data", "", "data directory of this node (required; a new node needs an empty one)")
+	fs.StringVar(&cfg.Address, "address", "127.0.0.1:9000", "S3 API listen address")
+	fs.StringVar(&cfg.ClusterAddress, "cluster-address", "", "address for raft and node-to-node traffic; must match this node's entry in --peers")
+	fs.StringVar(&peers, "peers", "", "the replica group: id=host:port,... (the same list on every node; used on the first start)")
+	fs.StringVar(&replication, "replication", "sync", "sync: acknowledge once a majority holds a write; async: once the leader does")
+	fs.StringVar(&cfg.AdminAddress, "admin-address", "", "admin API listen address (b3 admin; needs B3_ADMIN_TOKEN)")
+	fs.StringVar(&cfg.Region, "region", "us-east-1", "S3 region")
+	fs.StringVar(&fsync, "fsync", "batch", "durability: batch (group commit), always, none (benchmarks only)")
+	fs.StringVar(&inlineMax, "inline-max", "4KiB", "objects up to this size ride in the log entry and live in metadata")
+	fs.StringVar(&vacuumI, "vacuum-interval", "10m", "period of this node's automatic vacuum check (0: off)")
+	fs.StringVar(&limits[0], "read-limit", "0", "disk read bytes/s, all priorities (0 = unlimited)")
+	fs.StringVar(&limits[1], "write-limit", "0", "disk write bytes/s, all priorities (0 = unlimited)")
+	fs.StringVar(&limits[2], "background-read-limit", "0", "disk read bytes/s of vacuum and catch-up (0 = what clients leave)")
+	fs.StringVar(&limits[3], "background-write-limit", "0", "disk write bytes/s of vacuum and catch-up (0 = what clients leave)")
+	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "b3 node: "+format+"\n", a...)
+		return 2
+	}
+	if cfg.ID == "" || cfg.Root == "" || cfg.ClusterAddress == "" || peers == "" {
+		return fail("--id, --data, --cluster-address and --peers are required")
+	}
+	var err error
+	if cfg.Peers, err = cluster.ParsePeers(peers); err != nil {
+		return fail("--peers: %v", err)
+	}
+	for _, p := range cfg.Peers {
+		if p.ID == cfg.ID && p.Address != cfg.ClusterAddress {
+			return fail("--cluster-address %s, but --peers gives %s for %s", cfg.ClusterAddress, p.Address, cfg.ID)
+		}
+	}
+	cfg.Replication = cluster.Replication(replication)
+	if cfg.Sync, err = blob.ParseSyncPolicy(fsync); err != nil {
+		return fail("--fsync: %v", err)
+	}
+	if cfg.InlineMax, err = server.ParseBytes(inlineMax); err != nil {
+		return fail("--inline-max: %v", err)
+	}
+	if cfg.VacuumInterval, err = time.ParseDuration(vacuumI); err != nil {
+		return fail("--vacuum-interval: %v", err)
+	}
+	for i, dst := range []*int64{&cfg.Limits.ReadBytesPerSec, &cfg.Limits.WriteBytesPerSec,
+		&cfg.Limits.BackgroundReadBytesPerSec, &cfg.Limits.BackgroundWriteBytesPerSec} {
+		if *dst, err = server.ParseBytes(limits[i]); err != nil {
+			return fail("limit %q: %v", limits[i], err)
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return fail("--log-level: %v", err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("node", cfg.ID)
+	cfg.AccessKey, cfg.SecretKey = os.Getenv("B3_ACCESS_KEY"), os.Getenv("B3_SECRET_KEY")
+	cfg.AdminToken = os.Getenv("B3_ADMIN_TOKEN")
+	cfg.LoadAdminToken = server.LoadOrCreateAdminToken
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cluster.Run(ctx, cfg, stdout); err != nil {
+		fmt.Fprintf(stderr, "b3 node: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func printClusterStatus(w io.Writer, st admin.ClusterStatus) {
+	leader := st.Leader
+	if leader == "" {
+		leader = "(none)"
+	}
+	fmt.Fprintf(w, "replica group: leader %s, term %d, replication %s (asked %s)\n", leader, st.Term, st.Replication, st.Node)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tADDRESS\tHEALTH\tSTATE\tAPPLIED\tLAG\tLAG(s)\tPUSHING")
+	for _, m := range st.Members {
+		health := "ok"
+		if !m.Healthy {
+			health = "DOWN: " + m.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.1f\t%d\n", m.ID, m.ClusterAddress, health, m.State, m.AppliedIndex, m.LagEntries, m.LagSeconds, m.PendingPushBytes)
+	}
+	_ = tw.Flush()
+}

@@ -1,0 +1,74 @@
+// Package cluster runs `b3 node`: one member of a replica group whose
+// members each hold a full copy of the objects, kept in step by Raft
+// (hashicorp/raft). Consensus — elections, terms, commit, the log — is the
+// library's; this package decides what goes into the log, how object
+// bytes travel beside it, and how a command becomes objstore calls.
+//
+// # Layers
+//
+//	s3api.Server ──▶ Store (Backend)      leader only: decides each write,
+//	                   │                  stages its bytes, proposes a command
+//	                   ▼
+//	             raft.Raft ── log ──▶ fsm  every node: applies commands in
+//	                                   │   log order through objstore's
+//	                                   ▼   Apply* functions
+//	                             objstore.Store (meta + blob, this node's)
+//
+// objstore knows nothing of Raft: it stages bytes (Stage) and applies
+// records decided elsewhere (Apply*), stamping each batch with the
+// command's log index.
+//
+// # One PUT (sync mode)
+//
+//	client ─PUT─▶ any node ──(not leader: reverse proxy, streaming)──▶ leader
+//	leader: version = term<<32|n; stage the body in own segments while
+//	    streaming it ─PUT /_b3/v1/stage─▶ followers: stage in their
+//	    segments, fsync, 200 (stream.go)
+//	leader: fsync; ETag and checksums checked; waits for a majority
+//	    (itself + 1 of 2) to hold the bytes
+//	leader: raft.Apply({put bucket/key version attrs stage-id}) ─▶ commit on a majority
+//	every node's fsm: take the staged bytes by stage id (or fetch them from
+//	    a peer: GET /_b3/v1/bytes), install the record (one meta batch with
+//	    the log index)
+//	leader: 200 to the client once its own fsm applied the command
+//
+// Objects up to --inline-max ride inside the command and are kept inline
+// in their record; nothing travels beside the log for them.
+//
+// # Invariants
+//
+//   - A command carries the outcome the leader decided (version, times,
+//     upload ID, attributes) and never a rule that reads a clock or a
+//     counter: every node that applies the same log holds the same
+//     records. Extents are each node's own and never in a command.
+//   - Ids (versions, stage ids) are term<<32 | counter, allocated only by a
+//     node that leads in that term and has applied everything committed
+//     before it (a barrier); one node leads per term, so ids never repeat.
+//   - In sync mode a write's bytes are durable on a majority before its
+//     command is proposed, and the command is committed on a majority
+//     before the write is acknowledged: any surviving majority holds the
+//     command and at least one copy of the bytes. A node that applies a
+//     command without the bytes fetches them from a peer before it
+//     installs the record: a record never references bytes the node lacks.
+//   - A peer answers a fetch with "gone" only once it has applied the log
+//     past the command and no longer holds those bytes: a later command
+//     replaced them, and the asker may skip installing them.
+//   - Every store change commits together with its log index; after a
+//     restart commands at or below the stored index are skipped, so none
+//     is applied twice. Those commits do not wait for a sync: the Raft log
+//     holds the commands durably, and a crash that loses a commit loses
+//     its index with it, so the command is applied again. (Object bytes
+//     are not in the log: they are synced when staged.)
+//   - Only the leader serves S3, after a barrier in its term; reads first
+//     confirm leadership (VerifyLeader). Other nodes forward, once: a
+//     forwarded request reaching a non-leader gets 503 SlowDown.
+//
+// # Not done (see docs/CLUSTER.md)
+//
+// Raft snapshots (the log is kept whole and replayed at start), adding and
+// removing members, the cluster-wide map of several groups and partition
+// moves, lifecycle expiry as replicated deletes (expired objects are
+// hidden on reads but not deleted), a background I/O budget for the
+// pushes themselves (fetches use the background class), authentication
+// between nodes.
+package cluster

@@ -1,0 +1,48 @@
+package cluster
+
+import (
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector exports the node's replication state on /metrics.
+func (n *Node) collector() prometheus.Collector { return nodeCollector{n} }
+
+type nodeCollector struct{ n *Node }
+
+var (
+	descLeader  = prometheus.NewDesc("b3_cluster_leader", "1 while this node leads its replica group and serves S3.", nil, nil)
+	descTerm    = prometheus.NewDesc("b3_cluster_term", "Raft term this node is in.", nil, nil)
+	descApplied = prometheus.NewDesc("b3_cluster_applied_index", "Last Raft log index applied to this node's store.", nil, nil)
+	descLast    = prometheus.NewDesc("b3_cluster_last_log_index", "Last Raft log index stored on this node.", nil, nil)
+	descPending = prometheus.NewDesc("b3_cluster_pending_push_bytes",
+		"Object bytes this leader is still pushing to followers; in async mode, acknowledged bytes not yet on every follower.", nil, nil)
+	descContact = prometheus.NewDesc("b3_cluster_last_contact_seconds", "Seconds since this follower last heard from the leader.", nil, nil)
+)
+
+func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact} {
+		ch <- d
+	}
+}
+
+func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c.n
+	if n.raft == nil {
+		return
+	}
+	info := n.info()
+	leader := 0.0
+	if n.leading() {
+		leader = 1
+	}
+	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
+	gauge(descLeader, leader)
+	gauge(descTerm, float64(info.Term))
+	gauge(descApplied, float64(info.AppliedIndex))
+	gauge(descLast, float64(info.LastLogIndex))
+	gauge(descPending, float64(info.PendingPushBytes))
+	if n.raft.State() != raft.Leader {
+		gauge(descContact, info.LastContactSeconds)
+	}
+}

@@ -1,0 +1,462 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/b3-storage/b3/internal/admin"
+	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/iolimit"
+	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/s3api"
+	"github.com/b3-storage/b3/internal/server"
+)
+
+// Replication is when a write is acknowledged.
+type Replication string
+
+const (
+	// Sync acknowledges a write once a majority of the group holds its
+	// bytes durable and its command is committed (and applied here).
+	Sync Replication = "sync"
+	// Async acknowledges once the leader holds the bytes durable and the
+	// command is committed; the bytes reach the followers afterwards.
+	Async Replication = "async"
+)
+
+// Peer is one member of the replica group.
+type Peer struct {
+	ID      string
+	Address string // its --cluster-address
+}
+
+// ParsePeers parses "n1=host:port,n2=host:port,...".
+func ParsePeers(spec string) ([]Peer, error) {
+	var peers []Peer
+	seen := map[string]bool{}
+	for entry := range strings.SplitSeq(spec, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(entry, "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("peer %q: want id=host:port", entry)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("peer %q: %v", entry, err)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("peer id %q given twice", id)
+		}
+		seen[id] = true
+		peers = append(peers, Peer{ID: id, Address: addr})
+	}
+	if len(peers) == 0 {
+		return nil, errors.New("no peers given")
+	}
+	return peers, nil
+}
+
+// Config configures one node.
+type Config struct {
+	ID             string
+	Root           string // --data
+	Address        string // S3 API
+	ClusterAddress string // raft and node-to-node HTTP
+	Peers          []Peer
+	Replication    Replication // default Sync
+
+	AdminAddress, AdminToken string
+	// LoadAdminToken, if set, supplies the admin token when AdminToken is
+	// empty (it keeps one in the data directory, as b3 server does).
+	LoadAdminToken func(root string) (string, error)
+	// AccessKey and SecretKey become the root user when the cluster first
+	// elects a leader (generated if empty). Later starts ignore them.
+	AccessKey, SecretKey string
+	Region               string
+	Sync                 blob.SyncPolicy
+	InlineMax            int64 // objects up to this size ride in the log entry
+	SegmentSize          int64
+	Limits               iolimit.Limits
+	VacuumInterval       time.Duration
+	VacuumThreshold      float64
+	Logger               *slog.Logger
+	// Ready, if set, is called with the bound S3 and cluster addresses once
+	// the node serves.
+	Ready func(s3Addr, clusterAddr string)
+}
+
+// identity is DATA/cluster.json: which node and which cluster a data
+// directory belongs to. Written at the first start; checked at every later
+// one, so that a directory is never served under another node's id or
+// joined to another cluster.
+type identity struct {
+	NodeID    string `json:"node_id"`
+	ClusterID string `json:"cluster_id"`
+}
+
+const identityFile = "cluster.json"
+
+// clusterID names a cluster by its bootstrap peer list.
+func clusterID(peers []Peer) string {
+	var parts []string
+	for _, p := range peers {
+		parts = append(parts, p.ID+"="+p.Address)
+	}
+	sort.Strings(parts)
+	sum := sha256.Sum256([]byte(strings.Join(parts, ",")))
+	return hex.EncodeToString(sum[:8])
+}
+
+// checkIdentity refuses a data directory that belongs to another node or
+// cluster, or holds a single server's data, and records the identity of a
+// new one.
+func checkIdentity(cfg Config) error {
+	self := -1
+	for i, p := range cfg.Peers {
+		if p.ID == cfg.ID {
+			self = i
+		}
+	}
+	if self < 0 {
+		return fmt.Errorf("--id %s is not in --peers", cfg.ID)
+	}
+	want := identity{NodeID: cfg.ID, ClusterID: clusterID(cfg.Peers)}
+	path := filepath.Join(cfg.Root, identityFile)
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		var have identity
+		if err := json.Unmarshal(data, &have); err != nil {
+			return fmt.Errorf("%s is malformed: %v", path, err)
+		}
+		if have.NodeID != want.NodeID {
+			return fmt.Errorf("data directory %s belongs to node %q, not %q: start it with --id %s, or give this node its own directory", cfg.Root, have.NodeID, want.NodeID, have.NodeID)
+		}
+		if have.ClusterID != want.ClusterID {
+			return fmt.Errorf("data directory %s belongs to another cluster (id %s; these --peers make %s): start it with the --peers it was created with", cfg.Root, have.ClusterID, want.ClusterID)
+		}
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	entries, err := os.ReadDir(cfg.Root)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("data directory %s is not empty and has no %s (a b3 server's data?): a node needs an empty directory of its own", cfg.Root, identityFile)
+	}
+	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
+		return err
+	}
+	data, _ = json.MarshalIndent(want, "", "  ")
+	return server.WriteFileSync(path, append(data, '\n'), 0o644)
+}
+
+// Node is one running cluster member.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *objstore.Store
+	limiter *iolimit.Limiter
+	raft    *raft.Raft
+	fsm     *fsm
+	logs    *logStore
+	users   *userState
+
+	stages     *stages
+	peerClient *http.Client
+	api        *s3api.Server
+	backend    *Store
+
+	// readyTerm is the term in which this node led and applied everything
+	// committed before it (a barrier); 0 when not leading. Ids allocated
+	// while leading carry it, so they are unique across leaders.
+	readyTerm atomic.Uint64
+	idCounter atomic.Uint64
+	pending   atomic.Int64 // bytes being pushed to followers
+	pushes    tracker
+	registry  *prometheus.Registry
+
+	closing context.Context
+	close   context.CancelFunc
+	wg      sync.WaitGroup
+
+	// leaderMu guards leaderAddr and leaderChanged, which is closed (and
+	// replaced) when the leader this node knows changes: requests it
+	// forwarded to the old one are then cut at once.
+	leaderMu      sync.Mutex
+	leaderAddr    raft.ServerAddress
+	leaderChanged chan struct{}
+}
+
+// leaderEpoch returns a channel closed when the known leader changes.
+func (n *Node) leaderEpoch() <-chan struct{} {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	return n.leaderChanged
+}
+
+func (n *Node) noteLeader() {
+	addr, _ := n.raft.LeaderWithID()
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	if addr != n.leaderAddr {
+		n.leaderAddr = addr
+		close(n.leaderChanged)
+		n.leaderChanged = make(chan struct{})
+	}
+}
+
+// open starts the store and raft; Run serves them.
+func open(cfg Config) (*Node, error) {
+	if err := checkIdentity(cfg); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger, stages: newStages(), registry: admin.NewRegistry(), leaderChanged: make(chan struct{})}
+	n.closing, n.close = context.WithCancel(context.Background())
+	n.peerClient = &http.Client{Transport: pooledTransport()}
+	var err error
+	if n.users, err = openUserState(cfg.Root); err != nil {
+		return nil, err
+	}
+	n.limiter = iolimit.New(cfg.Limits)
+	metaDir, dataDir := objstore.DefaultDirs(cfg.Root)
+	n.store, err = objstore.Open(objstore.Options{
+		MetaDir: metaDir, DataDir: dataDir, Sync: cfg.Sync, SegmentSize: cfg.SegmentSize,
+		Logger: cfg.Logger, Limiter: n.limiter, VacuumThreshold: cfg.VacuumThreshold,
+	})
+	if err != nil {
+		return nil, err
+	}
+	applied, err := n.store.Applied()
+	if err != nil {
+		n.store.Close()
+		return nil, err
+	}
+	n.fsm = &fsm{node: n, store: n.store, users: n.users, log: cfg.Logger, skipTo: applied}
+	if n.logs, err = openLogStore(filepath.Join(cfg.Root, "raft"), cfg.Logger); err != nil {
+		n.store.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) raftConfig() *raft.Config {
+	conf := raft.DefaultConfig()
+	conf.LocalID = raft.ServerID(n.cfg.ID)
+	// No snapshots (see fsm.Snapshot): the log is kept whole.
+	conf.SnapshotThreshold = 1 << 62
+	conf.SnapshotInterval = 365 * 24 * time.Hour
+	conf.NoSnapshotRestoreOnStart = true
+	conf.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft." + n.cfg.ID, Level: hclog.Warn, Output: os.Stderr})
+	return conf
+}
+
+// startRaft starts consensus on the mux's raft side, bootstrapping the
+// group from --peers on the very first start.
+func (n *Node) startRaft(mux *portMux) error {
+	conf := n.raftConfig()
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: raftLayer{mux.raft}, MaxPool: 8, Timeout: 10 * time.Second, Logger: conf.Logger,
+	})
+	snaps := raft.NewDiscardSnapshotStore()
+	existing, err := raft.HasExistingState(n.logs, n.logs, snaps)
+	if err != nil {
+		return err
+	}
+	if !existing {
+		var servers []raft.Server
+		for _, p := range n.cfg.Peers {
+			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Address), Suffrage: raft.Voter})
+		}
+		if err := raft.BootstrapCluster(conf, n.logs, n.logs, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+			return fmt.Errorf("bootstrap: %w", err)
+		}
+	}
+	n.raft, err = raft.NewRaft(conf, n.fsm, n.logs, n.logs, snaps, trans)
+	return err
+}
+
+// watchLeadership marks the node ready to take writes once it leads and
+// has applied everything committed before its term, and unready as soon
+// as it does not lead.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.closing.Done():
+			return
+		case <-t.C:
+		}
+		n.noteLeader()
+		if n.raft.State() != raft.Leader {
+			n.readyTerm.Store(0)
+			continue
+		}
+		term := n.raft.CurrentTerm()
+		if n.readyTerm.Load() == term {
+			continue
+		}
+		if err := n.raft.Barrier(5 * time.Second).Error(); err != nil {
+			continue
+		}
+		if n.raft.CurrentTerm() != term || n.raft.State() != raft.Leader {
+			continue
+		}
+		n.readyTerm.Store(term)
+		n.log.Info("leading", "term", term)
+		if _, ok := n.users.root(); !ok {
+			n.proposeRoot()
+		}
+	}
+}
+
+// proposeRoot makes the first leader's root user the cluster's.
+func (n *Node) proposeRoot() {
+	root := newUser("root")
+	if n.cfg.AccessKey != "" && n.cfg.SecretKey != "" {
+		root.AccessKey, root.SecretKey = n.cfg.AccessKey, n.cfg.SecretKey
+	}
+	root.Root = true
+	if _, err := n.propose(&command{Op: opAddUser, User: &root}); err != nil {
+		n.log.Warn("propose root user", "err", err)
+	}
+}
+
+// leading reports whether this node may serve S3 requests itself.
+func (n *Node) leading() bool {
+	t := n.readyTerm.Load()
+	return t != 0 && n.raft.State() == raft.Leader && n.raft.CurrentTerm() == t
+}
+
+// nextID returns an id unique across the cluster's history: the term this
+// node leads in, and a counter. Only one node leads in a term.
+func (n *Node) nextID() (uint64, error) {
+	t := n.readyTerm.Load()
+	if t == 0 {
+		return 0, errNotLeader
+	}
+	return t<<32 | (n.idCounter.Add(1) & 0xffffffff), nil
+}
+
+// applyTimeout bounds the wait for a command to commit and apply. Raft
+// itself gives up sooner when the leader loses its quorum (the lease).
+const applyTimeout = 10 * time.Second
+
+// propose replicates c through the log and returns its outcome here.
+func (n *Node) propose(c *command) (*meta.Object, error) {
+	f := n.raft.Apply(c.encode(), applyTimeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errNoQuorum, err)
+		}
+	case <-time.After(applyTimeout):
+		return nil, fmt.Errorf("%w: no commit within %s", errNoQuorum, applyTimeout)
+	}
+	res := f.Response().(applyResult)
+	return res.obj, res.err
+}
+
+// followers returns the other members' cluster addresses.
+func (n *Node) followers() []string {
+	var out []string
+	for _, p := range n.members() {
+		if p.ID != n.cfg.ID {
+			out = append(out, p.Address)
+		}
+	}
+	return out
+}
+
+// members returns the group as raft knows it.
+func (n *Node) members() []Peer {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return n.cfg.Peers
+	}
+	var out []Peer
+	for _, s := range f.Configuration().Servers {
+		out = append(out, Peer{ID: string(s.ID), Address: string(s.Address)})
+	}
+	return out
+}
+
+// peersLeaderFirst lists the other members, the leader first.
+func (n *Node) peersLeaderFirst() []string {
+	leader, _ := n.raft.LeaderWithID()
+	var out []string
+	if leader != "" && string(leader) != n.cfg.ClusterAddress {
+		out = append(out, string(leader))
+	}
+	for _, a := range n.followers() {
+		if a != string(leader) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// quorumPeers is how many followers must hold a write's bytes before its
+// command is proposed: a majority of the group, counting the leader.
+func (n *Node) quorumPeers() int {
+	if n.cfg.Replication == Async {
+		return 0
+	}
+	return len(n.members())/2 + 1 - 1
+}
+
+func pooledTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Peers are near: a peer that does not answer a dial within 2 s is
+	// down or cut off, and the caller has better things to try.
+	t.DialContext = (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 15 * time.Second}).DialContext
+	// Sized for load: Go's default of 2 idle connections per host makes
+	// every burst open (and leave in TIME_WAIT) new connections.
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	t.IdleConnTimeout = 90 * time.Second
+	t.ResponseHeaderTimeout = 0
+	return t
+}
+
+// Close stops the node: raft first (no more applies), then the store.
+func (n *Node) shutdown() error {
+	n.close()
+	var errs []error
+	if n.raft != nil {
+		errs = append(errs, n.raft.Shutdown().Error())
+	}
+	n.wg.Wait()
+	n.pushes.closeAndWait()
+	n.stages.discardAll()
+	errs = append(errs, n.logs.Close(), n.store.Close())
+	return errors.Join(errs...)
+}

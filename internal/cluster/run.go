@@ -1,0 +1,440 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/b3-storage/b3/internal/admin"
+	"github.com/b3-storage/b3/internal/s3api"
+)
+
+// Run starts the node and serves until ctx is done; then it shuts down:
+// listeners close, raft stops (no more applies), the store closes.
+func Run(ctx context.Context, cfg Config, out io.Writer) error {
+	if cfg.Replication == "" {
+		cfg.Replication = Sync
+	}
+	if cfg.Replication != Sync && cfg.Replication != Async {
+		return fmt.Errorf("--replication %q: want sync or async", cfg.Replication)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if cfg.Logger == nil {
+		return errors.New("cluster: no logger")
+	}
+	if err := cfg.Limits.Validate(); err != nil {
+		return err
+	}
+	n, err := open(cfg)
+	if err != nil {
+		return err
+	}
+	clusterLn, err := net.Listen("tcp", cfg.ClusterAddress)
+	if err != nil {
+		_ = n.shutdown()
+		return fmt.Errorf("listen on --cluster-address %s: %w", cfg.ClusterAddress, err)
+	}
+	mux := newPortMux(clusterLn)
+	if err := n.startRaft(mux); err != nil {
+		mux.Close()
+		_ = n.shutdown()
+		return fmt.Errorf("start raft: %w", err)
+	}
+	n.backend = newStore(n)
+	requests := admin.NewRequestMetrics(n.registry)
+	n.registry.MustRegister(&admin.StoreCollector{Store: n.store, Limiter: n.limiter}, n.collector())
+	n.api = s3api.New(n.backend, s3api.Config{Region: cfg.Region, Directory: n.users.dir, Logger: cfg.Logger, Observe: requests.Observe})
+	proxy := n.newProxy()
+
+	s3Ln, err := net.Listen("tcp", cfg.Address)
+	if err != nil {
+		mux.Close()
+		_ = n.shutdown()
+		return fmt.Errorf("listen on --address %s: %w", cfg.Address, err)
+	}
+	servers := []*http.Server{
+		newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.serveClient(w, r, proxy) }), cfg),
+		newHTTPServer(n.peerHandler(), cfg),
+	}
+	go func() { _ = servers[0].Serve(s3Ln) }()
+	go func() { _ = servers[1].Serve(mux.http) }()
+	if cfg.AdminAddress != "" {
+		h, err := n.adminHandler()
+		if err != nil {
+			return n.stop(servers, mux, err)
+		}
+		adminLn, err := net.Listen("tcp", cfg.AdminAddress)
+		if err != nil {
+			return n.stop(servers, mux, fmt.Errorf("listen on --admin-address %s: %w", cfg.AdminAddress, err))
+		}
+		admSrv := newHTTPServer(h, cfg)
+		servers = append(servers, admSrv)
+		go func() { _ = admSrv.Serve(adminLn) }()
+	}
+	if cfg.VacuumInterval > 0 {
+		n.store.StartVacuum(cfg.VacuumInterval)
+	}
+	n.wg.Add(2)
+	go n.watchLeadership()
+	go n.expireStages()
+
+	fmt.Fprintf(out, "b3 node %s: S3 API on http://%s, cluster on %s (replication %s)\n", cfg.ID, s3Ln.Addr(), clusterLn.Addr(), cfg.Replication)
+	fmt.Fprintf(out, "  data: %s\n  users: %s (root user: B3_ACCESS_KEY/B3_SECRET_KEY of the first leader, else generated)\n", cfg.Root, UsersFile)
+	if cfg.Ready != nil {
+		cfg.Ready(s3Ln.Addr().String(), clusterLn.Addr().String())
+	}
+	<-ctx.Done()
+	return n.stop(servers, mux, nil)
+}
+
+func (n *Node) stop(servers []*http.Server, mux *portMux, err error) error {
+	// Requests in flight finish first (bounded): a handler must not stage
+	// into a closed store.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		if s.Shutdown(ctx) != nil {
+			s.Close()
+		}
+	}
+	mux.Close()
+	return errors.Join(err, n.shutdown())
+}
+
+func newHTTPServer(h http.Handler, cfg Config) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 1 << 20}
+}
+
+func (n *Node) expireStages() {
+	defer n.wg.Done()
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.closing.Done():
+			return
+		case now := <-t.C:
+			n.stages.expire(now)
+		}
+	}
+}
+
+// leaderWait bounds how long a request waits for an election before it is
+// answered 503.
+const leaderWait = 5 * time.Second
+
+// serveClient answers an S3 request on --address: the leader serves it;
+// any other node forwards it, streaming, to the leader's cluster address.
+func (n *Node) serveClient(w http.ResponseWriter, r *http.Request, proxy *httputil.ReverseProxy) {
+	deadline := time.Now().Add(leaderWait)
+	for {
+		if n.leading() {
+			n.serveLeader(w, r)
+			return
+		}
+		changed := n.leaderEpoch()
+		if addr, id := n.raft.LeaderWithID(); addr != "" && string(id) != n.cfg.ID {
+			// Cut the forward if the leader changes meanwhile (it died or
+			// was cut off: its answer may never come).
+			ctx, cancel := context.WithCancel(context.WithValue(r.Context(), targetKey{}, string(addr)))
+			go func() {
+				select {
+				case <-changed:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			proxy.ServeHTTP(w, r.WithContext(ctx))
+			cancel()
+			return
+		}
+		if time.Now().After(deadline) || r.Context().Err() != nil {
+			slowDown(w, "no leader elected")
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// serveLeader runs the request here. A read first checks that this node
+// still leads (a round of heartbeats): a deposed leader that has not yet
+// noticed must not answer from a stale copy.
+func (n *Node) serveLeader(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		if err := n.raft.VerifyLeader().Error(); err != nil {
+			slowDown(w, "leadership lost")
+			return
+		}
+	}
+	n.api.ServeHTTP(&retryAfter{ResponseWriter: w}, r)
+}
+
+// retryAfter adds Retry-After to every 503 (SlowDown) the S3 API writes.
+type retryAfter struct{ http.ResponseWriter }
+
+func (w *retryAfter) WriteHeader(code int) {
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *retryAfter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *retryAfter) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(w.ResponseWriter, r)
+}
+
+// slowDown answers 503 SlowDown with Retry-After, as S3 does under load.
+func slowDown(w http.ResponseWriter, why string) {
+	h := w.Header()
+	h.Set("Retry-After", "1")
+	h.Set("Content-Type", "application/xml")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+`<Error><Code>SlowDown</Code><Message>Please reduce your request rate: %s; retry.</Message></Error>`, why)
+}
+
+type targetKey struct{}
+
+func (n *Node) newProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			target, _ := pr.In.Context().Value(targetKey{}).(string)
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = target
+			// The signature covers Host: keep the client's.
+			pr.Out.Host = pr.In.Host
+		},
+		Transport:     pooledTransport(),
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			n.log.Debug("forward to leader failed", "err", err)
+			slowDown(w, "the leader did not answer")
+		},
+	}
+}
+
+// peerHandler serves the cluster port's HTTP side: node-to-node endpoints
+// and S3 requests forwarded by other nodes (served only while leading;
+// never forwarded again, so a request takes at most one hop).
+func (n *Node) peerHandler() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("PUT /_b3/v1/stage", n.handleStage)
+	m.HandleFunc("GET /_b3/v1/bytes", n.handleBytes)
+	m.HandleFunc("GET /_b3/v1/info", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, n.info())
+	})
+	m.HandleFunc("POST /_b3/v1/users", n.handleUserCommand)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// A node elected a moment ago may still be applying what its
+		// predecessor committed (the barrier): wait for it, not longer.
+		deadline := time.Now().Add(leaderWait)
+		for !n.leading() {
+			if n.raft.State() != raft.Leader || time.Now().After(deadline) || r.Context().Err() != nil {
+				slowDown(w, "this node does not lead")
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		n.serveLeader(w, r)
+	})
+	return m
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// info is what a node reports of itself (GET /_b3/v1/info).
+func (n *Node) info() admin.ClusterMember {
+	stats := n.raft.Stats()
+	last, _ := strconv.ParseUint(stats["last_log_index"], 10, 64)
+	m := admin.ClusterMember{
+		ID: n.cfg.ID, ClusterAddress: n.cfg.ClusterAddress, Healthy: true,
+		State: n.raft.State().String(), Term: n.raft.CurrentTerm(),
+		AppliedIndex: n.fsm.applied.Load(), LastLogIndex: last,
+		PendingPushBytes: n.pending.Load(),
+	}
+	if n.raft.State() != raft.Leader {
+		if lc := n.raft.LastContact(); !lc.IsZero() {
+			m.LastContactSeconds = time.Since(lc).Seconds()
+		}
+	}
+	if at := n.fsm.appliedAt.Load(); at != 0 {
+		m.LagSeconds = time.Since(time.Unix(0, at)).Seconds() // made relative below
+	}
+	return m
+}
+
+// status gathers every member's info.
+func (n *Node) status(ctx context.Context) admin.ClusterStatus {
+	_, leaderID := n.raft.LeaderWithID()
+	st := admin.ClusterStatus{Node: n.cfg.ID, Replication: string(n.cfg.Replication), Leader: string(leaderID), Term: n.raft.CurrentTerm()}
+	var leaderApplied uint64
+	for _, p := range n.members() {
+		var m admin.ClusterMember
+		if p.ID == n.cfg.ID {
+			m = n.info()
+		} else {
+			var err error
+			if m, err = n.peerInfo(ctx, p.Address); err != nil {
+				m = admin.ClusterMember{ID: p.ID, ClusterAddress: p.Address, Error: err.Error()}
+			}
+		}
+		if m.ID == string(leaderID) {
+			leaderApplied = m.AppliedIndex
+		}
+		st.Members = append(st.Members, m)
+	}
+	for i := range st.Members {
+		m := &st.Members[i]
+		if m.Healthy && leaderApplied > m.AppliedIndex {
+			m.LagEntries = leaderApplied - m.AppliedIndex
+		} else {
+			m.LagSeconds = 0
+		}
+	}
+	return st
+}
+
+func (n *Node) peerInfo(ctx context.Context, addr string) (admin.ClusterMember, error) {
+	var m admin.ClusterMember
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/_b3/v1/info", nil)
+	if err != nil {
+		return m, err
+	}
+	resp, err := n.peerClient.Do(req)
+	if err != nil {
+		return m, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return m, fmt.Errorf("info: %s", resp.Status)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&m)
+	return m, err
+}
+
+// adminHandler is the admin API of a single server (stats, vacuum, limits
+// of this node's own store; users of the cluster) plus GET
+// /admin/v1/cluster.
+func (n *Node) adminHandler() (http.Handler, error) {
+	token := n.cfg.AdminToken
+	if token == "" && n.cfg.LoadAdminToken != nil {
+		var err error
+		if token, err = n.cfg.LoadAdminToken(n.cfg.Root); err != nil {
+			return nil, err
+		}
+	}
+	if token == "" {
+		return nil, errors.New("--admin-address needs an admin token (B3_ADMIN_TOKEN)")
+	}
+	inner, err := admin.New(admin.Config{Store: n.store, Limiter: n.limiter, Users: nodeUsers{n}, Token: token, Logger: n.log, Registry: n.registry,
+		Ready: func() bool { _, id := n.raft.LeaderWithID(); return id != "" }, Context: n.closing})
+	if err != nil {
+		return nil, err
+	}
+	want := []byte("Bearer " + token)
+	m := http.NewServeMux()
+	m.HandleFunc("GET /admin/v1/cluster", func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token"})
+			return
+		}
+		writeJSON(w, http.StatusOK, n.status(r.Context()))
+	})
+	m.Handle("/", inner)
+	return m, nil
+}
+
+// nodeUsers is admin.UserStore over the replicated users: changes go
+// through the log, proposed here when leading or by the leader otherwise.
+type nodeUsers struct{ n *Node }
+
+func (u nodeUsers) List() []admin.User { return u.n.users.adminList() }
+
+func (u nodeUsers) Add(name string) (admin.User, error) {
+	nu := newUser(name)
+	if err := u.n.userCommand(&command{Op: opAddUser, User: &nu}); err != nil {
+		return admin.User{}, err
+	}
+	return admin.User{Name: nu.Name, AccessKey: nu.AccessKey, Secret: nu.SecretKey, Managed: true}, nil
+}
+
+func (u nodeUsers) Remove(accessKey string) error {
+	return u.n.userCommand(&command{Op: opRemoveUser, User: &User{AccessKey: accessKey}})
+}
+
+func (n *Node) userCommand(c *command) error {
+	if n.leading() {
+		_, err := n.propose(c)
+		return err
+	}
+	addr, _ := n.raft.LeaderWithID()
+	if addr == "" {
+		return errNoQuorum
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+string(addr)+"/_b3/v1/users", bytes.NewReader(c.encode()))
+	if err != nil {
+		return err
+	}
+	resp, err := n.peerClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return nil
+	case http.StatusNotFound:
+		return admin.ErrNoSuchUser
+	}
+	return fmt.Errorf("leader: %s: %s", resp.Status, msg)
+}
+
+func (n *Node) handleUserCommand(w http.ResponseWriter, r *http.Request) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c, err := decodeCommand(data)
+	if err != nil || (c.Op != opAddUser && c.Op != opRemoveUser) {
+		http.Error(w, "not a user command", http.StatusBadRequest)
+		return
+	}
+	if !n.leading() {
+		http.Error(w, "not the leader", http.StatusServiceUnavailable)
+		return
+	}
+	_, err = n.propose(c)
+	switch {
+	case errors.Is(err, admin.ErrNoSuchUser):
+		http.Error(w, err.Error(), http.StatusNotFound)
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	}
+}

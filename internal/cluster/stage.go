@@ -1,0 +1,426 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/b3-storage/b3/internal/iolimit"
+	"github.com/b3-storage/b3/internal/objstore"
+)
+
+// stages holds, on each node, the bytes written beside the log and not yet
+// installed by a command: id -> staged bytes. The leader puts its own copy
+// here; a follower puts what the leader pushed. The command's apply takes
+// the entry out (and installs or discards it); an entry no command claimed
+// within stageTTL (its leader died before proposing) is discarded.
+type stages struct {
+	mu sync.Mutex
+	m  map[uint64]*stageEntry
+}
+
+type stageEntry struct {
+	done     chan struct{} // closed when staged or err is set
+	staged   *objstore.Staged
+	err      error
+	created  time.Time
+	received atomic.Int64 // bytes arrived so far (progress while not done)
+}
+
+// countingReader counts what a push has delivered into its entry.
+type countingReader struct {
+	r io.Reader
+	e *stageEntry
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.e.received.Add(int64(n))
+	return n, err
+}
+
+// stageTTL bounds how long unclaimed bytes stay pinned against vacuum.
+const stageTTL = 10 * time.Minute
+
+func newStages() *stages { return &stages{m: map[uint64]*stageEntry{}} }
+
+// begin registers bytes arriving under id, so an apply can wait for them.
+func (s *stages) begin(id uint64) *stageEntry {
+	e := &stageEntry{done: make(chan struct{}), created: time.Now()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.m[id]; old != nil {
+		// A second push of the same id (a retry): keep the first.
+		return nil
+	}
+	s.m[id] = e
+	return e
+}
+
+func (s *stages) finish(id uint64, e *stageEntry, st *objstore.Staged, err error) {
+	e.staged, e.err = st, err
+	close(e.done)
+	if err != nil {
+		s.mu.Lock()
+		if s.m[id] == e {
+			delete(s.m, id)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// take removes and returns the bytes staged under id, waiting for bytes
+// still arriving as long as they make progress (some arrive within every
+// stall period); nil if there are none, or they stopped coming.
+func (s *stages) take(ctx context.Context, id uint64, stall time.Duration) *objstore.Staged {
+	s.mu.Lock()
+	e := s.m[id]
+	s.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	t := time.NewTicker(max(stall, time.Millisecond))
+	defer t.Stop()
+	for last := int64(-1); ; {
+		select {
+		case <-e.done:
+		case <-t.C:
+			if got := e.received.Load(); got != last {
+				last = got
+				continue
+			}
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+		break
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[id] != e || e.staged == nil {
+		return nil
+	}
+	delete(s.m, id)
+	return e.staged
+}
+
+// peek returns the bytes staged under id without claiming them.
+func (s *stages) peek(id uint64) *objstore.Staged {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.m[id]
+	if e == nil {
+		return nil
+	}
+	select {
+	case <-e.done:
+		return e.staged
+	default:
+		return nil
+	}
+}
+
+// expire discards what no command claimed in time.
+func (s *stages) expire(now time.Time) {
+	s.mu.Lock()
+	var old []*stageEntry
+	for id, e := range s.m {
+		select {
+		case <-e.done:
+		default:
+			continue
+		}
+		if now.Sub(e.created) > stageTTL {
+			old = append(old, e)
+			delete(s.m, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range old {
+		if e.staged != nil {
+			e.staged.Discard()
+		}
+	}
+}
+
+// discardAll releases every entry (the node is closing).
+func (s *stages) discardAll() {
+	s.mu.Lock()
+	all := s.m
+	s.m = map[uint64]*stageEntry{}
+	s.mu.Unlock()
+	for _, e := range all {
+		<-e.done
+		if e.staged != nil {
+			e.staged.Release() // bytes stay; vacuum finds them unreferenced
+		}
+	}
+}
+
+// Peer HTTP endpoints (on --cluster-address):
+//
+//	PUT /_b3/v1/stage?stage=&bucket=&key=&version=   body: the bytes
+//	    The leader pushes bytes; 200 once they are synced here.
+//	GET /_b3/v1/bytes?stage=&bucket=&key=&version=&upload=&part=&index=
+//	    A replica that missed bytes asks for them: 200 with the bytes,
+//	    410 Gone if this node applied the log past index and no longer holds
+//	    them (a later command replaced them: the asker may skip them),
+//	    404 if this node has not got that far (ask another, or later).
+
+func refQuery(ref bytesRef) url.Values {
+	q := url.Values{}
+	q.Set("stage", strconv.FormatUint(ref.Stage, 10))
+	q.Set("bucket", ref.Bucket)
+	q.Set("key", ref.Key)
+	q.Set("version", strconv.FormatUint(ref.Version, 10))
+	if ref.UploadID != "" {
+		q.Set("upload", ref.UploadID)
+		q.Set("part", strconv.Itoa(ref.Part))
+	}
+	q.Set("index", strconv.FormatUint(ref.Index, 10))
+	return q
+}
+
+func parseRef(q url.Values) (bytesRef, error) {
+	var ref bytesRef
+	var err error
+	num := func(name string) uint64 {
+		if err != nil || q.Get(name) == "" {
+			return 0
+		}
+		var v uint64
+		v, err = strconv.ParseUint(q.Get(name), 10, 64)
+		return v
+	}
+	ref.Stage, ref.Version, ref.Index = num("stage"), num("version"), num("index")
+	ref.Part = int(num("part"))
+	ref.Bucket, ref.Key, ref.UploadID = q.Get("bucket"), q.Get("key"), q.Get("upload")
+	if err == nil && ref.Bucket == "" {
+		err = errors.New("no bucket")
+	}
+	return ref, err
+}
+
+// handleStage receives pushed bytes.
+func (n *Node) handleStage(w http.ResponseWriter, r *http.Request) {
+	ref, err := parseRef(r.URL.Query())
+	if err != nil || ref.Stage == 0 {
+		http.Error(w, "bad stage request", http.StatusBadRequest)
+		return
+	}
+	e := n.stages.begin(ref.Stage)
+	if e == nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	st, err := n.store.Stage(r.Context(), ref.Bucket, ref.Key, ref.Version, countingReader{r.Body, e})
+	if err == nil && r.ContentLength >= 0 && st.Size != r.ContentLength {
+		st.Discard()
+		st, err = nil, fmt.Errorf("stage %d: %d bytes of %d", ref.Stage, st.Size, r.ContentLength)
+	}
+	n.stages.finish(ref.Stage, e, st, err)
+	if err != nil {
+		n.log.Warn("stage pushed bytes", "stage", ref.Stage, "err", err)
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// handleBytes serves bytes a replica missed.
+func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
+	ref, err := parseRef(r.URL.Query())
+	if err != nil {
+		http.Error(w, "bad bytes request", http.StatusBadRequest)
+		return
+	}
+	ctx := iolimit.WithPriority(r.Context(), iolimit.Background)
+	var body io.ReadCloser
+	var size int64
+	switch st := n.stages.peek(ref.Stage); {
+	case ref.Stage != 0 && st != nil:
+		size = st.Size
+		body, err = n.store.ReadExtents(ctx, ref.Bucket, ref.Key, ref.Version, st.Extents, st.Size)
+	case ref.UploadID != "":
+		part, perr := n.store.Meta().GetPart(ref.UploadID, ref.Part)
+		if perr == nil {
+			size = part.Size
+			body, err = n.store.ReadExtents(ctx, ref.Bucket, ref.Key, ref.Version, part.Extents, part.Size)
+		}
+	default:
+		obj, oerr := n.store.Meta().GetObject(ref.Bucket, ref.Key)
+		if oerr == nil && obj.Version == ref.Version {
+			size = obj.Size
+			if obj.Inline != nil {
+				body = io.NopCloser(bytes.NewReader(obj.Inline))
+			} else {
+				body, err = n.store.ReadExtents(ctx, obj.Bucket, obj.Key, obj.Version, obj.Extents, obj.Size)
+			}
+		}
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if body == nil {
+		if n.fsm.applied.Load() >= ref.Index {
+			http.Error(w, "gone", http.StatusGone)
+		} else {
+			http.Error(w, "not yet", http.StatusNotFound)
+		}
+		return
+	}
+	defer body.Close()
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, body)
+}
+
+// errGone says every peer that got past a command no longer holds its
+// bytes: a later command replaced them.
+var errGone = errors.New("cluster: bytes superseded")
+
+// fetch gets the bytes of ref from a peer into this node's segments,
+// asking the leader first, then the others, until one has them, one says
+// they are gone, or ctx ends. It runs inside the log's apply, so it keeps
+// trying: the apply of later commands waits for it.
+func (n *Node) fetch(ctx context.Context, ref bytesRef) (*objstore.Staged, error) {
+	backoff := 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		for _, peer := range n.peersLeaderFirst() {
+			st, err := n.fetchFrom(ctx, peer, ref)
+			if err == nil || errors.Is(err, errGone) {
+				return st, err
+			}
+			if attempt%20 == 0 {
+				n.log.Info("fetch missed bytes", "peer", peer, "stage", ref.Stage, "bucket", ref.Bucket, "key", ref.Key, "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef) (*objstore.Staged, error) {
+	u := "http://" + peer + "/_b3/v1/bytes?" + refQuery(ref).Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := n.peerClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusGone:
+		return nil, errGone
+	default:
+		return nil, fmt.Errorf("peer %s: %s", peer, resp.Status)
+	}
+	bg := iolimit.WithPriority(ctx, iolimit.Background)
+	st, err := n.store.Stage(bg, ref.Bucket, ref.Key, ref.Version, resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength >= 0 && st.Size != resp.ContentLength {
+		st.Discard()
+		return nil, fmt.Errorf("peer %s: %d bytes of %d", peer, st.Size, resp.ContentLength)
+	}
+	return st, nil
+}
+
+// push sends staged bytes to the followers and returns once need of them
+// have them durable (or fewer can: then an error). The pushes to the
+// others go on in the background.
+func (n *Node) push(ctx context.Context, ref bytesRef, st *objstore.Staged, need int) error {
+	peers := n.followers()
+	results := make(chan error, len(peers))
+	for _, peer := range peers {
+		if !n.pushes.add() {
+			results <- errClosed
+			continue
+		}
+		n.pending.Add(st.Size)
+		go func() {
+			defer n.pushes.done()
+			defer n.pending.Add(-st.Size)
+			// Detached from the request (a push the client no longer
+			// waits for still spares the follower a fetch), not from the
+			// node: closing ends it.
+			pctx, cancel := context.WithTimeout(n.closing, pushTimeout(st.Size))
+			defer cancel()
+			results <- n.pushTo(pctx, peer, ref, st)
+		}()
+	}
+	return n.awaitAcks(ctx, results, len(peers), need)
+}
+
+// pushTimeout allows a slow disk 5 MB/s plus a fixed margin.
+func pushTimeout(size int64) time.Duration {
+	return 10*time.Second + time.Duration(size/(5<<20))*time.Second
+}
+
+func (n *Node) pushTo(ctx context.Context, peer string, ref bytesRef, st *objstore.Staged) error {
+	body, err := n.store.ReadExtents(ctx, ref.Bucket, ref.Key, ref.Version, st.Extents, st.Size)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	return n.sendStage(ctx, peer, ref, body, st.Size)
+}
+
+// tracker counts background pushes so that the store closes only after
+// the last one stopped reading from it.
+type tracker struct {
+	mu     sync.Mutex
+	n      int
+	closed bool
+	idle   chan struct{} // closed when closed and n reaches 0
+}
+
+func (t *tracker) add() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.n++
+	return true
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.closed && t.n == 0 {
+		close(t.idle)
+	}
+}
+
+// closeAndWait refuses new work and waits for the running.
+func (t *tracker) closeAndWait() {
+	t.mu.Lock()
+	t.closed = true
+	t.idle = make(chan struct{})
+	if t.n == 0 {
+		close(t.idle)
+	}
+	idle := t.idle
+	t.mu.Unlock()
+	<-idle
+}

@@ -1,0 +1,350 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/meta"
+)
+
+// Replicated writes.
+//
+// A replicated store splits every write in two: the bytes are staged
+// (Stage: written and synced into the segments under their owner, not yet
+// referenced), and later a command installs the record that references them
+// (the Apply* functions). Each replica stages its own copy of the bytes, so
+// extents differ from replica to replica; the records name the same bucket,
+// key and version everywhere.
+//
+// The Apply* functions take the record as decided by whoever ordered the
+// command (version, times, attributes, upload IDs): they never allocate a
+// version or read a clock that matters, so every replica that applies the
+// same commands in the same order holds the same records. Each commits its
+// changes together with the command's position (stamp, see
+// meta.Batch.SetApplied); Applied returns the last one, so a caller that
+// replays its log after a restart skips what the store already holds.
+//
+// objstore knows nothing of how the commands are ordered or replicated.
+
+// Staged is an object's or a part's bytes in the segments, owned by
+// (bucket/key, version) and referenced by nothing yet. While a Staged is
+// held, vacuum leaves the segments it may lie in alone (it is an in-flight
+// write). Exactly one of Release (a record now references the bytes) or
+// Discard (none ever will) must be called.
+type Staged struct {
+	Extents []meta.Extent
+	Size    int64
+
+	store *Store
+	write uint64
+	once  sync.Once
+}
+
+// Stage writes body into the segments as (bucket/key, version) and
+// returns once the bytes are synced under the store's policy.
+func (s *Store) Stage(ctx context.Context, bucket, key string, version uint64, body io.Reader) (*Staged, error) {
+	if err := s.space.admit(0); err != nil {
+		return nil, err
+	}
+	write := s.inflight.register(s.activeSegment)
+	exts, size, err := s.blob.Append(ctx, blob.Owner{Key: ownerKey(bucket, key), Version: version}, body)
+	if err != nil {
+		s.discard(exts)
+		s.inflight.done(write)
+		return nil, err
+	}
+	return &Staged{Extents: toMeta(exts), Size: size, store: s, write: write}, nil
+}
+
+// Release ends the in-flight pin: the bytes are referenced by a committed
+// record (or, after a failed apply, will be counted dead by Discard).
+func (st *Staged) Release() {
+	st.once.Do(func() { st.store.inflight.done(st.write) })
+}
+
+// Discard counts the bytes dead and releases them.
+func (st *Staged) Discard() {
+	st.once.Do(func() {
+		st.store.discard(toBlob(st.Extents))
+		st.store.inflight.done(st.write)
+	})
+}
+
+// ReadExtents streams size bytes of the given extents (a staged write's,
+// or a record's), owned by (bucket/key, version): the reader checks every
+// record's owner. The caller closes the reader.
+func (s *Store) ReadExtents(ctx context.Context, bucket, key string, version uint64, exts []meta.Extent, size int64) (io.ReadCloser, error) {
+	return s.blob.NewReader(ctx, blob.Owner{Key: ownerKey(bucket, key), Version: version}, toBlob(exts), 0, size)
+}
+
+// Applied returns the stamp of the last applied command (0: none). Every
+// Apply* function takes stamp 0 for a local write (the single server's
+// paths share them).
+func (s *Store) Applied() (uint64, error) { return s.meta.Applied() }
+
+// ApplyPutObject installs obj (Version, Modified, Size and either Extents
+// or Inline set by the caller) as the current record of its key, replacing
+// any other. Its expiry follows the bucket's rules at this point of the
+// command order.
+func (s *Store) ApplyPutObject(obj *meta.Object, stamp uint64) error {
+	return s.withBucket(obj.Bucket, func(b *meta.Bucket) error {
+		obj.Expiry = s.expiryOf(s.rulesOf(b), obj)
+		return s.commitObject(obj, nil, stampBatch(stamp))
+	})
+}
+
+func stampBatch(stamp uint64) func(*meta.Batch, map[uint64]int64) {
+	return func(b *meta.Batch, _ map[uint64]int64) { stampIf(b, stamp) }
+}
+
+// stampIf stamps b with a command's position; 0 is a local (not
+// replicated) write, which commits unstamped and synced as any other.
+func stampIf(b *meta.Batch, stamp uint64) {
+	if stamp != 0 {
+		b.SetApplied(stamp)
+	}
+}
+
+// ApplyUpdateObject replaces the record of obj's key with obj if the
+// current record is the same version (attribute changes: tags); otherwise
+// it returns ErrNoSuchKey and changes nothing.
+func (s *Store) ApplyUpdateObject(obj *meta.Object, stamp uint64) error {
+	unlock := s.lockKey(obj.Bucket, obj.Key)
+	defer unlock()
+	cur, err := s.currentObject(obj.Bucket, obj.Key)
+	if err != nil {
+		return err
+	}
+	if cur == nil || cur.Version != obj.Version {
+		return ErrNoSuchKey
+	}
+	next := *obj
+	next.Extents, next.Inline, next.Size = cur.Extents, cur.Inline, cur.Size
+	if err := s.setExpiry(&next); err != nil {
+		return err
+	}
+	b := s.meta.NewBatch()
+	defer b.Close()
+	b.PutObject(&next)
+	stampIf(b, stamp)
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("update %s/%s: %w", obj.Bucket, obj.Key, err)
+	}
+	s.invalidate(obj.Bucket, obj.Key)
+	return nil
+}
+
+// ApplyDeleteObject removes the key's record, if any, and returns it.
+func (s *Store) ApplyDeleteObject(bucket, key string, stamp uint64) (*meta.Object, error) {
+	if _, err := s.GetBucket(bucket); err != nil {
+		return nil, err
+	}
+	unlock := s.lockKey(bucket, key)
+	defer unlock()
+	cur, err := s.currentObject(bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	b := s.meta.NewBatch()
+	defer b.Close()
+	counts := map[uint64]int64{}
+	if cur != nil {
+		b.DeleteObject(bucket, key)
+		addDead(b, cur.Extents, counts)
+	}
+	stampIf(b, stamp)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("delete %s/%s: %w", bucket, key, err)
+	}
+	s.noteDead(counts)
+	s.invalidate(bucket, key)
+	return cur, nil
+}
+
+// ApplyPutBucket stores a bucket record. With create it refuses, returning
+// ErrBucketExists, if the name is taken; without, it replaces an existing
+// record and returns ErrNoSuchBucket if there is none.
+func (s *Store) ApplyPutBucket(bk *meta.Bucket, create bool, stamp uint64) error {
+	mu := s.bucketMutex(bk.Name)
+	mu.Lock()
+	defer mu.Unlock()
+	_, err := s.meta.GetBucket(bk.Name)
+	exists := err == nil
+	switch {
+	case err != nil && !errors.Is(err, meta.ErrNotFound):
+		return err
+	case create && exists:
+		return ErrBucketExists
+	case !create && !exists:
+		return ErrNoSuchBucket
+	}
+	batch := s.meta.NewBatch()
+	defer batch.Close()
+	batch.PutBucket(bk)
+	stampIf(batch, stamp)
+	if err := batch.Commit(); err != nil {
+		return fmt.Errorf("put bucket %s: %w", bk.Name, err)
+	}
+	cached := *bk
+	s.buckets.Store(bk.Name, &cached)
+	if !create {
+		s.kickLifecycle()
+	}
+	return nil
+}
+
+// ApplyDeleteBucket removes an empty bucket (ErrBucketNotEmpty if not).
+func (s *Store) ApplyDeleteBucket(name string, stamp uint64) error {
+	mu := s.bucketMutex(name)
+	mu.Lock()
+	defer mu.Unlock()
+	if _, err := s.GetBucket(name); err != nil {
+		return err
+	}
+	empty, err := s.meta.BucketEmpty(name)
+	if err != nil {
+		return err
+	}
+	if !empty {
+		return ErrBucketNotEmpty
+	}
+	batch := s.meta.NewBatch()
+	defer batch.Close()
+	batch.DeleteBucket(name)
+	stampIf(batch, stamp)
+	if err := batch.Commit(); err != nil {
+		return err
+	}
+	s.buckets.Store(name, bucketGone)
+	return nil
+}
+
+// ApplyCreateUpload stores a new upload (UploadID, Version and Initiated
+// set by the caller).
+func (s *Store) ApplyCreateUpload(up *meta.Upload, stamp uint64) error {
+	return s.withBucket(up.Bucket, func(*meta.Bucket) error {
+		b := s.meta.NewBatch()
+		defer b.Close()
+		b.PutUpload(up)
+		stampIf(b, stamp)
+		return b.Commit()
+	})
+}
+
+// ApplyPutPart installs a part whose bytes are staged (Extents set by the
+// caller), replacing a part with the same number.
+func (s *Store) ApplyPutPart(bucket, key string, part *meta.Part, stamp uint64) error {
+	unlock := s.lockKey(bucket, key)
+	defer unlock()
+	if _, err := s.GetUpload(bucket, key, part.UploadID); err != nil {
+		return err
+	}
+	old, err := s.meta.GetPart(part.UploadID, part.Number)
+	if err != nil && !errors.Is(err, meta.ErrNotFound) {
+		return err
+	}
+	b := s.meta.NewBatch()
+	defer b.Close()
+	counts := map[uint64]int64{}
+	b.PutPart(part)
+	if old != nil {
+		addDead(b, old.Extents, counts)
+	}
+	stampIf(b, stamp)
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("commit part %d of %s: %w", part.Number, part.UploadID, err)
+	}
+	s.noteDead(counts)
+	return nil
+}
+
+// HasParts reports whether every listed part of the upload is stored.
+func (s *Store) HasParts(uploadID string, numbers []int) (bool, error) {
+	all, err := s.allParts(uploadID)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range numbers {
+		if all[n] == nil {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// ApplyCompleteUpload turns the upload into obj (attributes, Parts and
+// Modified decided by the caller): the listed parts' extents become the
+// object's, in order, and the parts left out are counted dead. If whole is
+// not nil, the object's bytes were staged in one piece instead (a replica
+// that missed parts fetched the completed object) and every part is
+// counted dead.
+func (s *Store) ApplyCompleteUpload(obj *meta.Object, uploadID string, numbers []int, whole *Staged, stamp uint64) error {
+	return s.withBucket(obj.Bucket, func(bk *meta.Bucket) error {
+		unlock := s.lockKey(obj.Bucket, obj.Key)
+		defer unlock()
+		up, err := s.GetUpload(obj.Bucket, obj.Key, uploadID)
+		if err != nil {
+			return err
+		}
+		all, err := s.allParts(uploadID)
+		if err != nil {
+			return err
+		}
+		obj.Version = up.Version
+		obj.Extents, obj.Size, obj.Inline = nil, 0, nil
+		used := map[int]bool{}
+		if whole != nil {
+			obj.Extents, obj.Size = whole.Extents, whole.Size
+		} else {
+			for _, n := range numbers {
+				p := all[n]
+				if p == nil {
+					return fmt.Errorf("complete %s/%s: part %d missing", obj.Bucket, obj.Key, n)
+				}
+				obj.Extents = append(obj.Extents, p.Extents...)
+				obj.Size += p.Size
+				used[n] = true
+			}
+		}
+		obj.Expiry = s.expiryOf(s.rulesOf(bk), obj)
+		return s.commitObjectLocked(obj, nil, func(b *meta.Batch, counts map[uint64]int64) {
+			b.DeleteUpload(obj.Bucket, obj.Key, uploadID)
+			for n, p := range all {
+				if !used[n] {
+					addDead(b, p.Extents, counts)
+				}
+			}
+			stampIf(b, stamp)
+		})
+	})
+}
+
+// ApplyAbortUpload drops an upload and counts its parts dead.
+func (s *Store) ApplyAbortUpload(bucket, key, uploadID string, stamp uint64) error {
+	unlock := s.lockKey(bucket, key)
+	defer unlock()
+	if _, err := s.GetUpload(bucket, key, uploadID); err != nil {
+		return err
+	}
+	all, err := s.allParts(uploadID)
+	if err != nil {
+		return err
+	}
+	b := s.meta.NewBatch()
+	defer b.Close()
+	counts := map[uint64]int64{}
+	b.DeleteUpload(bucket, key, uploadID)
+	for _, p := range all {
+		addDead(b, p.Extents, counts)
+	}
+	stampIf(b, stamp)
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("abort upload %s: %w", uploadID, err)
+	}
+	s.noteDead(counts)
+	return nil
+}

@@ -1,0 +1,279 @@
+package testutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/b3-storage/b3/internal/admin"
+)
+
+// ClusterOptions configure StartCluster. Zero values pick the defaults.
+type ClusterOptions struct {
+	Nodes       int    // default 3
+	Replication string // "sync" (default) or "async"
+	Args        []string
+	AccessKey   string // default "TESTACCESSKEY0000000"
+	SecretKey   string // default "test/secret/key/000000000000000000000000"
+	// Network, if set, runs node i inside Network.Nodes[i] on fixed ports
+	// of its address; the test reaches it from the hub namespace.
+	Network *Network
+}
+
+// ClusterNode is one member of a test cluster.
+type ClusterNode struct {
+	ID          string
+	Data        string
+	S3Addr      string
+	ClusterAddr string
+	AdminAddr   string
+	Proc        *Process // the current (or last) process
+	logs        []string // output of the node's earlier processes
+	// Dial opens connections to the node's addresses (from the hub
+	// namespace when the cluster runs in namespaces).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Client returns an S3 client of the node, with the given timeout per
+// request.
+func (c *Cluster) Client(i int, timeout time.Duration) *s3.Client {
+	return S3ClientDial(c.Nodes[i].Endpoint(), c.opts.AccessKey, c.opts.SecretKey, timeout, c.Nodes[i].Dial)
+}
+
+// InsideClient returns an S3 client that reaches node i from inside its
+// own namespace (on its loopback), partitioned or not.
+func (c *Cluster) InsideClient(i int, timeout time.Duration) *s3.Client {
+	return S3ClientDial("http://127.0.0.1:9000", c.opts.AccessKey, c.opts.SecretKey, timeout, DialIn(c.opts.Network.Nodes[i]))
+}
+
+// Endpoint is the node's S3 endpoint URL.
+func (n *ClusterNode) Endpoint() string { return "http://" + n.S3Addr }
+
+// Cluster is a replica group of `b3 node` processes.
+type Cluster struct {
+	t          testing.TB
+	bin        string
+	opts       ClusterOptions
+	peers      string
+	AdminToken string
+	Nodes      []*ClusterNode
+}
+
+// StartCluster starts a group on free loopback ports, waits until it has
+// a leader that serves S3, and stops every process when the test ends
+// (printing their output if the test failed).
+func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
+	t.Helper()
+	if opts.Nodes == 0 {
+		opts.Nodes = 3
+	}
+	if opts.Replication == "" {
+		opts.Replication = "sync"
+	}
+	if opts.AccessKey == "" {
+		opts.AccessKey, opts.SecretKey = "TESTACCESSKEY0000000", "test/secret/key/000000000000000000000000"
+	}
+	c := &Cluster{t: t, bin: Binary(t), opts: opts, AdminToken: "test-admin-token"}
+	root := t.TempDir()
+	var peers []string
+	for i := range opts.Nodes {
+		n := &ClusterNode{
+			ID:   fmt.Sprintf("n%d", i+1),
+			Data: filepath.Join(root, fmt.Sprintf("n%d", i+1)),
+			Dial: (&net.Dialer{}).DialContext,
+		}
+		if nw := opts.Network; nw != nil {
+			n.S3Addr, n.ClusterAddr, n.AdminAddr = nw.IPs[i]+":9000", nw.IPs[i]+":9100", nw.IPs[i]+":9200"
+			n.Dial = DialIn(nw.Hub)
+		} else {
+			n.S3Addr, n.ClusterAddr, n.AdminAddr = FreeAddr(t), FreeAddr(t), FreeAddr(t)
+		}
+		c.Nodes = append(c.Nodes, n)
+		peers = append(peers, n.ID+"="+n.ClusterAddr)
+	}
+	c.peers = strings.Join(peers, ",")
+	t.Cleanup(c.stopAll)
+	for i := range c.Nodes {
+		if err := c.Start(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := c.Leader(ctx); err != nil {
+		t.Fatalf("no leader: %v", err)
+	}
+	// Serving S3: the leader has applied the root user.
+	s3c := c.Client(0, 10*time.Second)
+	for {
+		_, err := s3c.ListBuckets(ctx, &s3.ListBucketsInput{})
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the cluster does not serve S3: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return c
+}
+
+// Keys returns the root user's credentials.
+func (c *Cluster) Keys() (accessKey, secretKey string) { return c.opts.AccessKey, c.opts.SecretKey }
+
+// Args returns the command line of node i (for tests that start it by
+// other means).
+func (c *Cluster) Args(i int) []string {
+	n := c.Nodes[i]
+	s3Addr, adminAddr := n.S3Addr, n.AdminAddr
+	if c.opts.Network != nil {
+		// Also on the namespace's loopback, for InsideClient.
+		s3Addr, adminAddr = "0.0.0.0:9000", "0.0.0.0:9200"
+	}
+	args := []string{"node", "--id", n.ID, "--data", n.Data, "--address", s3Addr,
+		"--cluster-address", n.ClusterAddr, "--peers", c.peers, "--admin-address", adminAddr,
+		"--replication", c.opts.Replication}
+	return append(args, c.opts.Args...)
+}
+
+// Start (re)starts node i with its data directory and ports.
+func (c *Cluster) Start(i int) error {
+	n := c.Nodes[i]
+	if n.Proc != nil {
+		if !n.Proc.Exited() {
+			return fmt.Errorf("%s is running", n.ID)
+		}
+		n.logs = append(n.logs, n.Proc.Output.String())
+	}
+	bin, args := c.bin, c.Args(i)
+	if c.opts.Network != nil {
+		argv := Exec(c.opts.Network.Nodes[i], append([]string{bin}, args...)...)
+		bin, args = argv[0], argv[1:]
+	}
+	p, err := Start(n.ID, bin, args, []string{
+		"B3_ACCESS_KEY=" + c.opts.AccessKey, "B3_SECRET_KEY=" + c.opts.SecretKey, "B3_ADMIN_TOKEN=" + c.AdminToken,
+	})
+	if err != nil {
+		return err
+	}
+	n.Proc = p
+	// Serving: the admin listener answers once the node is up.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if p.Exited() {
+			return fmt.Errorf("%s exited: %v\n%s", n.ID, p.Wait(0), p.Output.String())
+		}
+		if _, err := c.Status(i); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not start within 30s:\n%s", n.ID, p.Output.String())
+}
+
+// Kill sends SIGKILL to node i.
+func (c *Cluster) Kill(i int) { c.Nodes[i].Proc.Kill() }
+
+// Running reports whether node i's process is alive.
+func (c *Cluster) Running(i int) bool { return c.Nodes[i].Proc != nil && !c.Nodes[i].Proc.Exited() }
+
+// Status asks node i for the status of the group.
+func (c *Cluster) Status(i int) (admin.ClusterStatus, error) {
+	tr := &http.Transport{DialContext: c.Nodes[i].Dial}
+	defer tr.CloseIdleConnections()
+	cl := &admin.Client{Endpoint: "http://" + c.Nodes[i].AdminAddr, Token: c.AdminToken, HTTP: &http.Client{Timeout: 5 * time.Second, Transport: tr}}
+	return cl.ClusterStatus(context.Background())
+}
+
+// Leader waits until a running node reports a leader that is running, and
+// returns its index.
+func (c *Cluster) Leader(ctx context.Context) (int, error) {
+	for {
+		for i := range c.Nodes {
+			if !c.Running(i) {
+				continue
+			}
+			st, err := c.Status(i)
+			if err != nil || st.Leader == "" {
+				continue
+			}
+			for j, n := range c.Nodes {
+				if n.ID == st.Leader && c.Running(j) {
+					return j, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// WaitConverged waits until every running node has applied as much of the
+// log as the leader.
+func (c *Cluster) WaitConverged(ctx context.Context) error {
+	for {
+		l, err := c.Leader(ctx)
+		if err != nil {
+			return err
+		}
+		st, err := c.Status(l)
+		if err == nil {
+			done := true
+			for _, m := range st.Members {
+				for i, n := range c.Nodes {
+					if n.ID == m.ID && c.Running(i) && (!m.Healthy || m.LagEntries > 0 || m.AppliedIndex == 0) {
+						done = false
+					}
+				}
+			}
+			if done {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return errors.New("cluster did not converge")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops every node gracefully and reports the first failure.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for _, n := range c.Nodes {
+		if n.Proc != nil && !n.Proc.Exited() {
+			if err := n.Proc.Stop(30 * time.Second); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", n.ID, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) stopAll() {
+	_ = c.Stop()
+	if c.t.Failed() {
+		for _, n := range c.Nodes {
+			out := strings.Join(n.logs, "\n--- restart ---\n")
+			if n.Proc != nil {
+				out += "\n--- last run ---\n" + n.Proc.Output.String()
+			}
+			if len(out) > 32<<10 {
+				out = out[len(out)-32<<10:]
+			}
+			c.t.Logf("output of %s (last 32 KiB):\n%s", n.ID, out)
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package testutil
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var build struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// Binary builds the b3 command once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	build.once.Do(func() {
+		build.dir, build.err = os.MkdirTemp("", "b3-bin-")
+		if build.err != nil {
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		build.path = filepath.Join(build.dir, "b3")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", build.path, "./cmd/b3")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return build.path
+}
+
+// FreeAddr returns a 127.0.0.1 address with a port free right now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Buffer is an output sink safe for concurrent use.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Tail returns the last n bytes written.
+func (b *Buffer) Tail(n int) string {
+	s := b.String()
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// Process is one running command.
+type Process struct {
+	Name   string
+	Cmd    *exec.Cmd
+	Output *Buffer // stdout and stderr together
+	done   chan struct{}
+	err    error
+}
+
+// Start runs bin with args and env added to the test's environment.
+func Start(name, bin string, args, env []string) (*Process, error) {
+	p := &Process{Name: name, Output: &Buffer{}, done: make(chan struct{})}
+	p.Cmd = exec.Command(bin, args...)
+	p.Cmd.Env = append(os.Environ(), env...)
+	p.Cmd.Stdout, p.Cmd.Stderr = p.Output, p.Output
+	if err := p.Cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		p.err = p.Cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits for the end, up to timeout, and returns the exit error.
+func (p *Process) Wait(timeout time.Duration) error {
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(timeout):
+		return fmt.Errorf("%s still running after %s", p.Name, timeout)
+	}
+}
+
+// Kill sends SIGKILL and waits for the end.
+func (p *Process) Kill() {
+	if p.Exited() {
+		return
+	}
+	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Stop sends SIGTERM, waits up to timeout, then kills. It returns the
+// exit error of a graceful stop, or an error saying it had to kill.
+func (p *Process) Stop(timeout time.Duration) error {
+	if p.Exited() {
+		return p.err
+	}
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(timeout):
+		p.Kill()
+		return fmt.Errorf("%s did not stop within %s; killed", p.Name, timeout)
+	}
+}

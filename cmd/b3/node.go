@@ -29,6 +29,8 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 		peers, replication, fsync    string
 		inlineMax, logLevel, vacuumI string
 		limits                       [4]string
+		pacing                       bool
+		minRate                      string
 	)
 	fs.StringVar(&cfg.ID, "id", "", "this node's id, one of --peers (required)")
 	fs.StringVar(&cfg.Root, "data", "", "data directory of this node (required; a new node needs an empty one)")
@@ -45,6 +47,8 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&limits[1], "write-limit", "0", "disk write bytes/s, all priorities (0 = unlimited)")
 	fs.StringVar(&limits[2], "background-read-limit", "0", "disk read bytes/s of vacuum and catch-up (0 = what clients leave)")
 	fs.StringVar(&limits[3], "background-write-limit", "0", "disk write bytes/s of vacuum and catch-up (0 = what clients leave)")
+	fs.BoolVar(&pacing, "background-pacing", true, "pace vacuum and catch-up by client load: full speed when clients are idle, --background-min-rate under load")
+	fs.StringVar(&minRate, "background-min-rate", "8MiB", "background work (bytes read + written) per second kept under sustained client load")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -83,6 +87,10 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 		if *dst, err = server.ParseBytes(limits[i]); err != nil {
 			return fail("limit %q: %v", limits[i], err)
 		}
+	}
+	cfg.Pace.Off = !pacing
+	if cfg.Pace.MinBytesPerSec, err = server.ParseBytes(minRate); err != nil {
+		return fail("--background-min-rate: %v", err)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {

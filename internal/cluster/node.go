@@ -99,9 +99,12 @@ type Config struct {
 	InlineMax            int64 // objects up to this size ride in the log entry
 	SegmentSize          int64
 	Limits               iolimit.Limits
-	VacuumInterval       time.Duration
-	VacuumThreshold      float64
-	Logger               *slog.Logger
+	// Pace sets how background work (vacuum, catch-up fetches) yields to
+	// clients, as in b3 server.
+	Pace            iolimit.PacerConfig
+	VacuumInterval  time.Duration
+	VacuumThreshold float64
+	Logger          *slog.Logger
 	// Ready, if set, is called with the bound S3 and cluster addresses once
 	// the node serves.
 	Ready func(s3Addr, clusterAddr string)
@@ -181,6 +184,7 @@ type Node struct {
 	log     *slog.Logger
 	store   *objstore.Store
 	limiter *iolimit.Limiter
+	pacer   *iolimit.Pacer
 	raft    *raft.Raft
 	fsm     *fsm
 	logs    *logStore
@@ -242,7 +246,8 @@ func open(cfg Config) (*Node, error) {
 	if n.users, err = openUserState(cfg.Root); err != nil {
 		return nil, err
 	}
-	n.limiter = iolimit.New(cfg.Limits)
+	n.pacer = iolimit.NewPacer(cfg.Pace)
+	n.limiter = iolimit.New(cfg.Limits, iolimit.WithPacer(n.pacer))
 	metaDir, dataDir := objstore.DefaultDirs(cfg.Root)
 	n.store, err = objstore.Open(objstore.Options{
 		MetaDir: metaDir, DataDir: dataDir, Sync: cfg.Sync, SegmentSize: cfg.SegmentSize,

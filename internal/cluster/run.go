@@ -66,7 +66,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return fmt.Errorf("listen on --address %s: %w", cfg.Address, err)
 	}
 	servers := []*http.Server{
-		newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.serveClient(w, r, proxy) }), cfg),
+		newHTTPServer(n.pacer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.serveClient(w, r, proxy) })), cfg),
 		newHTTPServer(n.peerHandler(), cfg),
 	}
 	go func() { _ = servers[0].Serve(s3Ln) }()
@@ -87,9 +87,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if cfg.VacuumInterval > 0 {
 		n.store.StartVacuum(cfg.VacuumInterval)
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.expireStages()
+	go func() {
+		defer n.wg.Done()
+		n.pacer.Run(n.closing, n.store.PaceSignals())
+	}()
 
 	fmt.Fprintf(out, "b3 node %s: S3 API on http://%s, cluster on %s (replication %s)\n", cfg.ID, s3Ln.Addr(), clusterLn.Addr(), cfg.Replication)
 	fmt.Fprintf(out, "  data: %s\n  users: %s (root user: B3_ACCESS_KEY/B3_SECRET_KEY of the first leader, else generated)\n", cfg.Root, UsersFile)

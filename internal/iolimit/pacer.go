@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -274,6 +275,16 @@ func (p *Pacer) takePiece(ctx context.Context, remaining int) (piece int, waited
 			return 0, waited, ctx.Err()
 		}
 	}
+}
+
+// Handler counts every request h serves as client load, from its first
+// byte in to its last byte out.
+func (p *Pacer) Handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		done := p.Foreground()
+		defer done()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Run drives the controller every Interval until ctx is done. Without Run

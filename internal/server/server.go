@@ -199,7 +199,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err != nil {
 		return closeStore(fmt.Errorf("listen on %s: %w", cfg.Address, err))
 	}
-	srv := newHTTPServer(foreground(api, pacer), cfg.Logger)
+	srv := newHTTPServer(pacer.Handler(api), cfg.Logger)
 	var adminSrv *http.Server
 	var adminLn net.Listener
 	if cfg.AdminAddress != "" {
@@ -214,7 +214,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	pacerDone := make(chan struct{})
 	go func() {
 		defer close(pacerDone)
-		pacer.Run(passCtx, paceSignals(store, cfg.MinFreeBytes))
+		pacer.Run(passCtx, store.PaceSignals())
 	}()
 	if cfg.VacuumInterval > 0 {
 		store.StartVacuum(cfg.VacuumInterval)
@@ -278,32 +278,6 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		cfg.Logger.Info("shut down cleanly")
 	}
 	return err
-}
-
-// foreground counts every S3 request as client load for the pacer, from
-// its first byte in to its last byte out.
-func foreground(h http.Handler, p *iolimit.Pacer) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		done := p.Foreground()
-		defer done()
-		h.ServeHTTP(w, r)
-	})
-}
-
-// paceSignals are the engine's measurements the pacer reads: segment
-// fsync latency, and urgency once free space falls below twice the
-// reserve (only vacuum can make more, so it must not be held back).
-func paceSignals(store *objstore.Store, reserve int64) iolimit.PacerSignals {
-	return iolimit.PacerSignals{
-		Fsyncs: func() (int64, time.Duration) {
-			st := store.Blob().Stats()
-			return st.Fsyncs, time.Duration(st.FsyncNanos)
-		},
-		Urgent: func() bool {
-			free := store.FreeBytes()
-			return reserve > 0 && free >= 0 && free < 2*reserve
-		},
-	}
 }
 
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {

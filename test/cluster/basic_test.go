@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/b3-storage/b3/internal/admin"
+	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/testutil"
@@ -386,6 +387,15 @@ func TestClusterFollowerCatchUp(t *testing.T) {
 	}
 	if got := stats.IO.Write.Background.Bytes; got < missed {
 		t.Fatalf("the returning node wrote %d bytes as background I/O, want at least the %d it missed", got, missed)
+	}
+	// ... paced by client load like every background job: the node runs
+	// the pacer's controller, and the catch-up was charged to it.
+	vs, err := ac.VacuumStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs.Pace.Reason == iolimit.ReasonNotRunning || vs.Pace.Work < missed {
+		t.Fatalf("pace on the returning node: %+v, want a running controller charged at least %d bytes", vs.Pace, missed)
 	}
 	if err := c.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/hashicorp/raft"
+
+	"github.com/b3-storage/b3/internal/vfs"
 )
 
 // logStore is raft's LogStore and StableStore on a pebble directory of its
@@ -31,7 +33,7 @@ var _ raft.LogStore = (*logStore)(nil)
 var _ raft.StableStore = (*logStore)(nil)
 
 func openLogStore(dir string, log *slog.Logger) (*logStore, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{log}})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{log}, FS: vfs.PrivateDisk()}) // holds inline objects: private like the store
 	if err != nil {
 		return nil, fmt.Errorf("open raft log in %s: %w", dir, err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/s3api"
 	"github.com/b3-storage/b3/internal/server"
+	"github.com/b3-storage/b3/internal/vfs"
 )
 
 // Replication is when a write is acknowledged.
@@ -171,11 +172,11 @@ func checkIdentity(cfg Config) error {
 	if len(entries) > 0 {
 		return fmt.Errorf("data directory %s is not empty and has no %s (a b3 server's data?): a node needs an empty directory of its own", cfg.Root, identityFile)
 	}
-	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Root, vfs.DirPerm); err != nil {
 		return err
 	}
 	data, _ = json.MarshalIndent(want, "", "  ")
-	return server.WriteFileSync(path, append(data, '\n'), 0o644)
+	return server.WriteFileSync(path, append(data, '\n'), 0o600)
 }
 
 // Node is one running cluster member.

@@ -22,7 +22,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/b3-storage/b3/internal/server"
+	"github.com/b3-storage/b3/internal/testutil"
 )
 
 const (
@@ -77,24 +77,6 @@ type liveServer struct {
 	pid                            int // 0 when the server is not ours
 }
 
-// lockedBuffer collects the child's log while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startLiveServer starts the server process (or uses B3_TEST_ENDPOINT) and
 // stops it when the test ends, failing the test unless it shuts down
 // cleanly: exit status 0 within the server's own shutdown bound.
@@ -114,7 +96,7 @@ func startLiveServer(t *testing.T) liveServer {
 	// If the test binary dies (a test timeout panics past the cleanups),
 	// the server must not outlive it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	cmd.Stderr = logs
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -3,13 +3,14 @@ package server
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/b3-storage/b3/internal/testutil"
 )
 
 // TestDataIsPrivate: after a real start and writes (an inline object in
@@ -35,29 +36,7 @@ func TestDataIsPrivate(t *testing.T) {
 		}
 	}
 	n.stop() // closing writes the segment checkpoint
-	files := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		want := fs.FileMode(0o600)
-		if d.IsDir() {
-			want = 0o700
-		} else {
-			files++
-		}
-		if info.Mode().Perm() != want {
-			t.Errorf("%s: mode %v, want %v", path, info.Mode().Perm(), want)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := testutil.CheckPrivate(t, root)
 	// A segment and its checkpoint, pebble's log, MANIFEST, OPTIONS, LOCK
 	// and markers, the credentials and the admin token.
 	if files < 8 {

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
@@ -157,7 +156,11 @@ func TestClusterS3ThroughEveryNode(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	checkReplicas(t, c, bucket, want)
-	checkPrivate(t, c)
+	// Everything a node stores (segments, metadata, the Raft log with its
+	// inline objects, users) is readable by its user only.
+	for _, n := range c.Nodes {
+		testutil.CheckPrivate(t, n.Data)
+	}
 }
 
 // checkReplicas opens each stopped node's own store and checks that it
@@ -440,32 +443,4 @@ func TestClusterAsync(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	checkReplicas(t, c, bucket, want)
-}
-
-// checkPrivate: everything a node stores (segments, metadata, the Raft
-// log with its inline objects, users) is readable by its user only.
-func checkPrivate(t *testing.T, c *testutil.Cluster) {
-	t.Helper()
-	for _, n := range c.Nodes {
-		err := filepath.WalkDir(n.Data, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			want := fs.FileMode(0o600)
-			if d.IsDir() {
-				want = 0o700
-			}
-			if info.Mode().Perm() != want {
-				t.Errorf("%s: mode %v, want %v", path, info.Mode().Perm(), want)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 }

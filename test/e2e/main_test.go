@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/b3-storage/b3/internal/testutil"
 )
 
 const (
@@ -51,7 +53,7 @@ var env struct {
 	smallPath, smallSHA string
 	bigPath, bigSHA     string
 
-	serverLog *lockedBuffer // the server's stdout and stderr
+	serverLog *testutil.Buffer // the server's stdout and stderr
 }
 
 func TestMain(m *testing.M) {
@@ -108,7 +110,7 @@ func run(m *testing.M) (code int) {
 		}
 	}
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "server output (last 64 KiB):\n%s\n", env.serverLog.tail(64<<10))
+		fmt.Fprintf(os.Stderr, "server output (last 64 KiB):\n%s\n", env.serverLog.Tail(64<<10))
 	}
 	return code
 }
@@ -237,7 +239,7 @@ type serverProcess struct {
 // startServer starts `b3 server` on a kernel-chosen loopback port, reads
 // the endpoint from its banner and waits until it answers HTTP.
 func startServer(ctx context.Context, data string) (*serverProcess, error) {
-	env.serverLog = &lockedBuffer{}
+	env.serverLog = &testutil.Buffer{}
 	cmd := exec.Command(env.bin, "server",
 		"--address", "127.0.0.1:0",
 		"--data", data,
@@ -335,32 +337,6 @@ func (p *serverProcess) stop() error {
 		<-p.exited
 		return fmt.Errorf("b3 server ignored SIGTERM for %v; killed", stopTimeout)
 	}
-}
-
-// lockedBuffer collects the server's output from two goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *lockedBuffer) tail(n int) string {
-	s := b.String()
-	if len(s) > n {
-		s = s[len(s)-n:]
-	}
-	return s
 }
 
 func sha256Hex(b []byte) string {

@@ -77,7 +77,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), started: time.Now()}
 	m := s.mux
-	m.HandleFunc("GET /health/live", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "live"}) })
+	m.HandleFunc("GET /health/live", func(w http.ResponseWriter, _ *http.Request) { WriteJSON(w, 200, map[string]string{"status": "live"}) })
 	m.HandleFunc("GET /health/ready", s.ready)
 	m.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
 	m.HandleFunc("GET /console", func(w http.ResponseWriter, _ *http.Request) {
@@ -101,7 +101,7 @@ func New(cfg Config) (*Server, error) {
 				} else {
 					cfg.Logger.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 				}
-				writeJSON(w, status, map[string]string{"error": err.Error()})
+				WriteJSON(w, status, map[string]string{"error": err.Error()})
 			}
 		})))
 	}
@@ -142,14 +142,15 @@ func (s *Server) auth(h http.Handler) http.Handler {
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="b3-admin"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token"})
+			WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token"})
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers with v as indented JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
@@ -171,10 +172,10 @@ func readJSON(r *http.Request, v any) error {
 
 func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 	if s.closing.Load() || (s.cfg.Ready != nil && !s.cfg.Ready()) {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
@@ -186,7 +187,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
 		}
 		st.Objects = counts
 	}
-	writeJSON(w, http.StatusOK, st)
+	WriteJSON(w, http.StatusOK, st)
 	return nil
 }
 
@@ -222,7 +223,7 @@ func (s *Server) listUsers(w http.ResponseWriter, _ *http.Request) error {
 	if s.cfg.Users == nil {
 		return &httpError{http.StatusNotImplemented, "user management is not enabled"}
 	}
-	writeJSON(w, http.StatusOK, s.cfg.Users.List())
+	WriteJSON(w, http.StatusOK, s.cfg.Users.List())
 	return nil
 }
 
@@ -243,7 +244,7 @@ func (s *Server) addUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, u)
+	WriteJSON(w, http.StatusCreated, u)
 	return nil
 }
 
@@ -263,7 +264,7 @@ func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) vacuumStatus(w http.ResponseWriter, _ *http.Request) error {
-	writeJSON(w, http.StatusOK, s.cfg.Store.VacuumStatus())
+	WriteJSON(w, http.StatusOK, s.cfg.Store.VacuumStatus())
 	return nil
 }
 
@@ -299,13 +300,13 @@ func (s *Server) vacuumStart(w http.ResponseWriter, r *http.Request) error {
 	if err := s.StartVacuumPass(req.Threshold); err != nil {
 		return &httpError{http.StatusConflict, err.Error()}
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"status": "started"})
+	WriteJSON(w, http.StatusAccepted, map[string]string{"status": "started"})
 	return nil
 }
 
 func (s *Server) vacuumStop(w http.ResponseWriter, _ *http.Request) error {
 	s.cfg.Store.StopVacuum()
-	writeJSON(w, http.StatusOK, s.cfg.Store.VacuumStatus())
+	WriteJSON(w, http.StatusOK, s.cfg.Store.VacuumStatus())
 	return nil
 }
 
@@ -320,12 +321,12 @@ func (s *Server) vacuumAuto(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.cfg.Store.StopVacuum()
 	s.cfg.Store.StartVacuum(interval)
-	writeJSON(w, http.StatusOK, s.cfg.Store.VacuumStatus())
+	WriteJSON(w, http.StatusOK, s.cfg.Store.VacuumStatus())
 	return nil
 }
 
 func (s *Server) getLimits(w http.ResponseWriter, _ *http.Request) error {
-	writeJSON(w, http.StatusOK, s.cfg.Limiter.Limits())
+	WriteJSON(w, http.StatusOK, s.cfg.Limiter.Limits())
 	return nil
 }
 
@@ -342,12 +343,12 @@ func (s *Server) setLimits(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.cfg.Limiter.SetLimits(l)
 	s.cfg.Logger.Info("I/O limits changed", "limits", fmt.Sprintf("%+v", l))
-	writeJSON(w, http.StatusOK, s.cfg.Limiter.Limits())
+	WriteJSON(w, http.StatusOK, s.cfg.Limiter.Limits())
 	return nil
 }
 
 func (s *Server) cacheStats(w http.ResponseWriter, _ *http.Request) error {
-	writeJSON(w, http.StatusOK, s.cfg.Store.CacheStats())
+	WriteJSON(w, http.StatusOK, s.cfg.Store.CacheStats())
 	return nil
 }
 
@@ -356,6 +357,6 @@ func (s *Server) lifecycleRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, res)
+	WriteJSON(w, http.StatusOK, res)
 	return nil
 }

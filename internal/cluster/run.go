@@ -242,7 +242,7 @@ func (n *Node) peerHandler() http.Handler {
 	m.HandleFunc("PUT /_b3/v1/stage", n.handleStage)
 	m.HandleFunc("GET /_b3/v1/bytes", n.handleBytes)
 	m.HandleFunc("GET /_b3/v1/info", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, n.info())
+		admin.WriteJSON(w, http.StatusOK, n.info())
 	})
 	m.HandleFunc("POST /_b3/v1/users", n.handleUserCommand)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -259,14 +259,6 @@ func (n *Node) peerHandler() http.Handler {
 		n.serveLeader(w, r)
 	})
 	return m
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }
 
 // info is what a node reports of itself (GET /_b3/v1/info).
@@ -364,10 +356,10 @@ func (n *Node) adminHandler() (http.Handler, error) {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /admin/v1/cluster", func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token"})
+			admin.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token"})
 			return
 		}
-		writeJSON(w, http.StatusOK, n.status(r.Context()))
+		admin.WriteJSON(w, http.StatusOK, n.status(r.Context()))
 	})
 	m.Handle("/", inner)
 	return m, nil

@@ -165,14 +165,19 @@ func (c *Cluster) Start(i int) error {
 		return err
 	}
 	n.Proc = p
-	// Serving: the admin listener answers once the node is up.
+	// Serving: this process printed its banner (after every listener is
+	// bound) and the admin listener answers. The banner ties the answer to
+	// this process, not to whatever else may hold the port.
+	banner := "b3 node " + n.ID + ": S3 API on"
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if p.Exited() {
 			return fmt.Errorf("%s exited: %v\n%s", n.ID, p.Wait(0), p.Output.String())
 		}
-		if _, err := c.Status(i); err == nil {
-			return nil
+		if strings.Contains(p.Output.String(), banner) {
+			if _, err := c.Status(i); err == nil {
+				return nil
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -47,15 +48,24 @@ func Binary(t testing.TB) string {
 	return build.path
 }
 
-// FreeAddr returns a 127.0.0.1 address with a port free right now.
+// FreeAddr returns a 127.0.0.1 address with a port free right now, below
+// the kernel's ephemeral range (32768 and up): a port the kernel hands out
+// (to a listener on :0, or as the source port of an outgoing connection,
+// of which a cluster makes many) can be taken again between this call and
+// the node's bind, and the node then fails to start.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return addr
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port in 20000-31999 on 127.0.0.1")
+	return ""
 }
 
 // Buffer is an output sink safe for concurrent use.

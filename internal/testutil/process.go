@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -26,6 +27,16 @@ var build struct {
 // Binary builds the b3 command once per test process and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
+	path, err := BuildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// BuildBinary is Binary for TestMain. It builds without -race: the
+// detector instruments only the test process that runs the binary.
+func BuildBinary() (string, error) {
 	build.once.Do(func() {
 		build.dir, build.err = os.MkdirTemp("", "b3-bin-")
 		if build.err != nil {
@@ -42,10 +53,7 @@ func Binary(t testing.TB) string {
 			build.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
-	if build.err != nil {
-		t.Fatal(build.err)
-	}
-	return build.path
+	return build.path, build.err
 }
 
 // FreeAddr returns a 127.0.0.1 address with a port free right now, below
@@ -55,6 +63,14 @@ func Binary(t testing.TB) string {
 // the node's bind, and the node then fails to start.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func freeAddr() (string, error) {
 	for range 1000 {
 		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
 		ln, err := net.Listen("tcp", addr)
@@ -62,10 +78,9 @@ func FreeAddr(t testing.TB) string {
 			continue
 		}
 		ln.Close()
-		return addr
+		return addr, nil
 	}
-	t.Fatal("no free port in 20000-31999 on 127.0.0.1")
-	return ""
+	return "", errors.New("no free port in 20000-31999 on 127.0.0.1")
 }
 
 // Buffer is an output sink safe for concurrent use.

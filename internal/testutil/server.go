@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -31,7 +32,6 @@ type ServerOptions struct {
 
 // Server is one `b3 server` process on loopback.
 type Server struct {
-	t          testing.TB
 	bin        string
 	opts       ServerOptions
 	Data       string
@@ -47,31 +47,52 @@ type Server struct {
 // stop was not graceful and printing the output if the test failed.
 func StartServer(t testing.TB, opts ServerOptions) *Server {
 	t.Helper()
-	if opts.AccessKey == "" {
-		opts.AccessKey, opts.SecretKey = "TESTACCESSKEY0000000", "test/secret/key/000000000000000000000000"
+	if opts.Data == "" {
+		opts.Data = filepath.Join(t.TempDir(), "data")
 	}
-	s := &Server{t: t, bin: Binary(t), opts: opts, Data: opts.Data, AdminToken: "test-admin-token"}
-	if s.Data == "" {
-		s.Data = filepath.Join(t.TempDir(), "data")
-	}
-	s.S3Addr = FreeAddr(t)
-	if !opts.NoAdmin {
-		s.AdminAddr = FreeAddr(t)
-	}
-	t.Cleanup(func() {
-		if s.Proc != nil && !s.Proc.Exited() {
-			if err := s.Proc.Stop(30 * time.Second); err != nil {
-				t.Errorf("b3 server: %v", err)
+	s, err := NewServer(opts)
+	if s != nil {
+		t.Cleanup(func() {
+			if s.Proc != nil && !s.Proc.Exited() {
+				if err := s.Proc.Stop(30 * time.Second); err != nil {
+					t.Errorf("b3 server: %v", err)
+				}
 			}
-		}
-		if t.Failed() && s.Proc != nil {
-			t.Logf("b3 server output:\n%s", s.Output())
-		}
-	})
-	if err := s.Start(); err != nil {
+			if t.Failed() && s.Proc != nil {
+				t.Logf("b3 server output:\n%s", s.Output())
+			}
+		})
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// NewServer is StartServer for TestMain: the caller stops the server.
+// opts.Data must be set. On a start that fails, the server returned (if
+// not nil) holds the output.
+func NewServer(opts ServerOptions) (*Server, error) {
+	if opts.Data == "" {
+		return nil, errors.New("testutil.NewServer: no data directory")
+	}
+	if opts.AccessKey == "" {
+		opts.AccessKey, opts.SecretKey = "TESTACCESSKEY0000000", "test/secret/key/000000000000000000000000"
+	}
+	bin, err := BuildBinary()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{bin: bin, opts: opts, Data: opts.Data, AdminToken: "test-admin-token"}
+	if s.S3Addr, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	if !opts.NoAdmin {
+		if s.AdminAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	return s, s.Start()
 }
 
 // Endpoint is the S3 endpoint URL.

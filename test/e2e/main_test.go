@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,12 +31,6 @@ const (
 	bigSize   = 100 << 20 // the "100 MiB object" every client uploads
 	smallBody = "hello from b3's end-to-end test\n"
 
-	// buildTimeout bounds `go build` (a cold cache compiles pebble);
-	// startTimeout starting the server; stopTimeout the graceful stop
-	// before SIGKILL.
-	buildTimeout = 5 * time.Minute
-	startTimeout = 30 * time.Second
-	stopTimeout  = 20 * time.Second
 	// toolTimeout bounds one client command.
 	toolTimeout = 2 * time.Minute
 )
@@ -70,10 +63,7 @@ func run(m *testing.M) (code int) {
 	env.work = work
 	// The build runs in the caller's environment (HOME locates the Go
 	// caches); everything after it in the isolated one.
-	buildCtx, cancelBuild := context.WithTimeout(context.Background(), buildTimeout)
-	err = buildBinary(buildCtx, work)
-	cancelBuild()
-	if err != nil {
+	if env.bin, err = testutil.BuildBinary(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: build:", err)
 		return 1
 	}
@@ -85,18 +75,20 @@ func run(m *testing.M) (code int) {
 		fmt.Fprintln(os.Stderr, "e2e: test files:", err)
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	srv, err := startServer(ctx, filepath.Join(work, "data"))
+	srv, err := testutil.NewServer(testutil.ServerOptions{
+		Data: filepath.Join(work, "data"), AccessKey: accessKey, SecretKey: secretKey,
+		Args: []string{"--region", region, "--fsync", "batch", "--log-level", "warn"},
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start server:", err)
-		if env.serverLog != nil {
-			fmt.Fprintf(os.Stderr, "server output:\n%s\n", env.serverLog.String())
+		if srv != nil {
+			fmt.Fprintf(os.Stderr, "server output:\n%s\n", srv.Output())
 		}
 		return 1
 	}
+	env.endpoint, env.hostPort, env.serverLog = srv.Endpoint(), srv.S3Addr, srv.Proc.Output
 	code = m.Run()
-	if err := srv.stop(); err != nil {
+	if err := srv.Stop(); err != nil {
 		// A server that does not shut down cleanly is a failure too.
 		fmt.Fprintln(os.Stderr, "e2e: stop server:", err)
 		code = 1
@@ -200,23 +192,6 @@ func makeFiles(work string) error {
 	return f.Close()
 }
 
-// buildBinary builds ./cmd/b3 into work (without -race: the detector
-// instruments only the test process that runs it).
-func buildBinary(ctx context.Context, work string) error {
-	root, err := moduleRoot()
-	if err != nil {
-		return err
-	}
-	env.bin = filepath.Join(work, "b3")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", env.bin, "./cmd/b3")
-	cmd.Dir = root
-	cmd.Env = os.Environ()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/b3: %v\n%s", err, out)
-	}
-	return nil
-}
-
 func moduleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
@@ -227,116 +202,6 @@ func moduleRoot() (string, error) {
 		return "", errors.New("not inside the b3 module")
 	}
 	return filepath.Dir(mod), nil
-}
-
-// serverProcess is the running `b3 server`.
-type serverProcess struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error // Wait's result, once exited is closed
-}
-
-// startServer starts `b3 server` on a kernel-chosen loopback port, reads
-// the endpoint from its banner and waits until it answers HTTP.
-func startServer(ctx context.Context, data string) (*serverProcess, error) {
-	env.serverLog = &testutil.Buffer{}
-	cmd := exec.Command(env.bin, "server",
-		"--address", "127.0.0.1:0",
-		"--data", data,
-		"--access-key", accessKey, "--secret-key", secretKey,
-		"--region", region,
-		"--fsync", "batch",
-		"--log-level", "warn")
-	// Every other listener on a kernel-chosen port too (the admin API
-	// defaults to 127.0.0.1:9001, which another server may hold). Set
-	// through the environment so an older binary without it still runs.
-	cmd.Env = append(os.Environ(), "B3_ADMIN_ADDRESS=127.0.0.1:0")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = env.serverLog
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &serverProcess{cmd: cmd, exited: make(chan struct{})}
-	endpoint := make(chan string, 1)
-	go func() {
-		// The banner's first line names the endpoint; everything is
-		// kept for the failure report.
-		scanner := bufio.NewScanner(stdout)
-		for scanner.Scan() {
-			line := scanner.Text()
-			env.serverLog.Write([]byte(line + "\n"))
-			if _, rest, ok := strings.Cut(line, "S3 API on "); ok {
-				url, _, _ := strings.Cut(rest, " ")
-				select {
-				case endpoint <- url:
-				default:
-				}
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	fail := func(err error) (*serverProcess, error) {
-		p.stop()
-		return nil, err
-	}
-	select {
-	case env.endpoint = <-endpoint:
-	case <-p.exited:
-		return nil, fmt.Errorf("b3 server exited before serving: %v", p.err)
-	case <-ctx.Done():
-		return fail(errors.New("no banner from b3 server in time"))
-	}
-	env.hostPort = strings.TrimPrefix(env.endpoint, "http://")
-	// Serving: any HTTP answer will do (anonymous ListBuckets is denied).
-	client := &http.Client{Timeout: 5 * time.Second}
-	for {
-		resp, err := client.Get(env.endpoint + "/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusForbidden {
-				return fail(fmt.Errorf("anonymous GET / answered %s, want 403", resp.Status))
-			}
-			return p, nil
-		}
-		select {
-		case <-p.exited:
-			return nil, fmt.Errorf("b3 server exited: %v", p.err)
-		case <-ctx.Done():
-			return fail(fmt.Errorf("b3 server at %s does not answer: %v", env.endpoint, err))
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// stop sends SIGTERM and waits for a clean exit; after stopTimeout it
-// kills the process and reports that.
-func (p *serverProcess) stop() error {
-	select {
-	case <-p.exited:
-		return fmt.Errorf("b3 server had already exited: %v", p.err)
-	default:
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	select {
-	case <-p.exited:
-		if p.err != nil {
-			return fmt.Errorf("b3 server exited uncleanly after SIGTERM: %v", p.err)
-		}
-		return nil
-	case <-time.After(stopTimeout):
-		p.cmd.Process.Kill()
-		<-p.exited
-		return fmt.Errorf("b3 server ignored SIGTERM for %v; killed", stopTimeout)
-	}
 }
 
 func sha256Hex(b []byte) string {

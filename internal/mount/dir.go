@@ -144,7 +144,7 @@ func (d *dirNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOu
 	return 0
 }
 
-// Setattr: modes, owners and times of directories are not stored.
+// Setattr: modes and owners of directories cannot change.
 func (d *dirNode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	d.m.dirAttr(&out.Attr)
 	return unchangeable(in, &out.Attr)
@@ -329,7 +329,9 @@ func (d *dirNode) Mknod(ctx context.Context, name string, mode uint32, dev uint3
 func (d *dirNode) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno { return 0 }
 
 // unchangeable accepts a Setattr that changes nothing and refuses (EPERM)
-// a change of mode, owner, group or times, which the bucket cannot store.
+// a change of mode, owner or group, which the bucket cannot store. Times
+// are accepted and not stored (touch, cp -p, tar and rsync set them; the
+// reported time stays the object's Last-Modified).
 func unchangeable(in *fuse.SetAttrIn, cur *fuse.Attr) syscall.Errno {
 	if m, ok := in.GetMode(); ok && m&07777 != cur.Mode&07777 {
 		return syscall.EPERM
@@ -338,12 +340,6 @@ func unchangeable(in *fuse.SetAttrIn, cur *fuse.Attr) syscall.Errno {
 		return syscall.EPERM
 	}
 	if g, ok := in.GetGID(); ok && g != cur.Gid {
-		return syscall.EPERM
-	}
-	if _, ok := in.GetATime(); ok {
-		return syscall.EPERM
-	}
-	if _, ok := in.GetMTime(); ok {
 		return syscall.EPERM
 	}
 	return 0

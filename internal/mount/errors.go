@@ -38,8 +38,12 @@ func errnoOf(err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}
+	// An errno of the mount itself (EINVAL for an out-of-order write...);
+	// an errno inside a failed request (ECONNREFUSED) is the server's
+	// problem and becomes EIO below.
+	var opErr *smithy.OperationError
 	var errno syscall.Errno
-	if errors.As(err, &errno) {
+	if !errors.As(err, &opErr) && errors.As(err, &errno) {
 		return errno
 	}
 	switch httpStatus(err) {

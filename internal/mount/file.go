@@ -128,8 +128,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 
 // Setattr: the size can be set only to what it is, or to 0 (replace the
 // object with an empty one); other sizes (truncate, extend) are ENOTSUP.
-// Modes, owners and times are not stored: a change is EPERM, except times
-// on a file being written, which take the commit time.
+// Modes and owners cannot change (EPERM); times are accepted, not stored.
 func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	key := f.key()
 	w, _ := fh.(*writer)
@@ -162,9 +161,6 @@ func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 		dir, name := splitKey(key)
 		f.m.dirs.setFile(dir, name, o)
 		f.m.fileAttr(&out.Attr, o)
-	}
-	if w != nil {
-		in.Valid &^= fuse.FATTR_ATIME | fuse.FATTR_MTIME | fuse.FATTR_ATIME_NOW | fuse.FATTR_MTIME_NOW
 	}
 	return unchangeable(in, &out.Attr)
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -86,6 +89,21 @@ var (
 	_ fs.FileAllocater = (*writer)(nil)
 )
 
+// restart makes a writer committed empty writable again. Called with mu
+// held.
+func (w *writer) restart() syscall.Errno {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if w.m.writing[w.key] != nil {
+		return syscall.EBUSY
+	}
+	w.m.writing[w.key] = w
+	w.state, w.done = writing, make(chan struct{})
+	w.small = getSmall(64 << 10)
+	w.cur = *w.small
+	return 0
+}
+
 // object describes the file as written so far.
 func (w *writer) object() object { return object{size: w.written.Load(), mtime: w.mtime} }
 
@@ -104,6 +122,14 @@ func (w *writer) failure() error {
 func (w *writer) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.state == committed && w.result == 0 && w.written.Load() == 0 && off == 0 {
+		// Committed empty at a close (a shell redirection closes its
+		// first descriptor before writing through the other one): the
+		// file starts again, and replaces the empty object at its close.
+		if errno := w.restart(); errno != 0 {
+			return 0, errno
+		}
+	}
 	if w.state != writing {
 		return 0, syscall.EBADF
 	}
@@ -194,8 +220,11 @@ func (w *writer) commit(ctx context.Context) syscall.Errno {
 	w.mu.Lock()
 	switch w.state {
 	case committing:
+		done := w.done
 		w.mu.Unlock()
-		<-w.done
+		<-done
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		return w.result
 	case committed, abandoned:
 		defer w.mu.Unlock()
@@ -278,8 +307,16 @@ func (w *writer) release() {
 	}
 	w.m.mu.Unlock()
 	if w.state == abandoned || w.result != 0 {
+		// Nothing was committed: the name must not linger in the
+		// listing, the node or the kernel's caches.
 		dir, name := splitKey(w.key)
 		w.m.dirs.remove(dir, name)
+		w.node.forget()
+		go func() {
+			if name, parent := w.node.Parent(); parent != nil {
+				parent.NotifyEntry(name)
+			}
+		}()
 	}
 	close(w.done)
 }
@@ -312,8 +349,11 @@ func (w *writer) closing() bool {
 
 // wait blocks until the writer is committed or abandoned.
 func (w *writer) wait(ctx context.Context) syscall.Errno {
+	w.mu.Lock()
+	done := w.done
+	w.mu.Unlock()
 	select {
-	case <-w.done:
+	case <-done:
 		return 0
 	case <-ctx.Done():
 		return syscall.EINTR
@@ -322,9 +362,10 @@ func (w *writer) wait(ctx context.Context) syscall.Errno {
 
 // Flush is close(2). The process that opened the file commits it here and
 // gets the outcome. A close by another process (a forked child sharing
-// the descriptor), or before anything was written (a shell redirection
-// dup'ing its descriptor), leaves the commit to the last close (Release),
-// so later writes through the other descriptors still count.
+// the descriptor) leaves the commit to a later close or the last one
+// (Release), so later writes through the other descriptors still count.
+// A file closed empty is committed empty; a later write at offset 0
+// through another descriptor starts it again (see Write).
 func (w *writer) Flush(ctx context.Context) syscall.Errno {
 	w.mu.Lock()
 	w.flushes++
@@ -334,10 +375,7 @@ func (w *writer) Flush(ctx context.Context) syscall.Errno {
 		return w.commit(ctx) // the outcome, once known
 	}
 	pid := w.pid
-	if c, ok := ctx.(*fuse.Context); ok && c.Pid != 0 && pid != 0 && c.Pid != pid {
-		return 0
-	}
-	if w.written.Load() == 0 {
+	if c, ok := ctx.(*fuse.Context); ok && c.Pid != 0 && pid != 0 && !sameProcess(c.Pid, pid) {
 		return 0
 	}
 	return w.commit(ctx)
@@ -350,7 +388,10 @@ func (w *writer) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 
 // Release is the last close of the file: commit if no close did.
 func (w *writer) Release(ctx context.Context) syscall.Errno {
-	if errno := w.commit(ctx); errno != 0 {
+	w.mu.Lock()
+	pending := w.state == writing
+	w.mu.Unlock()
+	if errno := w.commit(ctx); errno != 0 && pending {
 		w.m.log.Printf("write %q: commit at last close failed: %v", w.key, errno)
 	}
 	return 0
@@ -370,4 +411,28 @@ func (w *writer) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 // Allocate (fallocate, posix_fallocate) has no object form.
 func (w *writer) Allocate(ctx context.Context, off uint64, size uint64, mode uint32) syscall.Errno {
 	return syscall.ENOTSUP
+}
+
+// sameProcess reports whether two FUSE callers (thread ids, as the kernel
+// sends them) belong to one process.
+func sameProcess(a, b uint32) bool {
+	return a == b || (a != 0 && tgid(a) != 0 && tgid(a) == tgid(b))
+}
+
+// tgid returns the process (thread group) of a thread, 0 if unknown.
+func tgid(tid uint32) uint32 {
+	status, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(status), "\nTgid:")
+	if !ok {
+		return 0
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	id, err := strconv.ParseUint(strings.TrimSpace(line), 10, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(id)
 }

@@ -46,11 +46,12 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.DirCacheSize, "dir-cache-size", 4096, "directory listings kept in memory at most")
 	partSize := fs.String("part-size", "8MiB", "multipart part size of uploads; smaller files are one PUT")
 	fs.IntVar(&cfg.UploadConcurrency, "upload-concurrency", 4, "parts in flight per file being written")
-	writeMem := fs.String("write-memory", "256MiB", "upload buffers of all files together")
+	writeMem := fs.String("write-memory", "128MiB", "upload buffers of all files together")
 	readPart := fs.String("read-part-size", "8MiB", "size of one ranged GET of read-ahead")
-	readAhead := fs.String("read-ahead", "64MiB", "largest read-ahead window of one open file")
-	readMem := fs.String("read-memory", "512MiB", "read-ahead buffers of all files together")
+	readAhead := fs.String("read-ahead", "32MiB", "largest read-ahead window of one open file")
+	readMem := fs.String("read-memory", "128MiB", "read-ahead buffers of all files together")
 	smallFile := fs.String("small-file", "1MiB", "objects up to this size are read with one GET")
+	fs.BoolVar(&cfg.DirectIO, "direct-io", true, "bypass the kernel page cache: reads and writes reach the mount at the application's size (up to 1 MiB) instead of 128 KiB read-ahead requests")
 	fs.BoolVar(&cfg.Debug, "debug", false, "log every FUSE request")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

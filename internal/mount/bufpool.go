@@ -1,6 +1,10 @@
 package mount
 
-import "sync"
+import (
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
 
 // bufferPool hands out at most count buffers of size bytes and takes them
 // back for reuse, as the SDK's download manager does with its
@@ -39,9 +43,16 @@ func (p *bufferPool) tryGet() []byte {
 	}
 }
 
+// alloc maps a buffer outside the Go heap: the pool's memory is fixed,
+// and on the heap it would double the garbage collector's target (the
+// heap may grow to twice what is live before a collection).
 func (p *bufferPool) alloc(b []byte) []byte {
 	if b == nil {
-		b = make([]byte, p.size)
+		var err error
+		b, err = unix.Mmap(-1, 0, p.size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+		if err != nil {
+			b = make([]byte, p.size) // out of address space: the heap
+		}
 	}
 	return b[:p.size]
 }

@@ -43,6 +43,9 @@ type Config struct {
 	// SmallFile: objects up to this size are read with one GET.
 	SmallFile int
 
+	// DirectIO bypasses the kernel's page cache (see openFlags).
+	DirectIO bool
+
 	Log   *log.Logger
 	Debug bool // log every FUSE request
 }

@@ -226,7 +226,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	}
 	d.m.fileAttr(&out.Attr, w.object())
 	inode := d.NewInode(ctx, node, fs.StableAttr{Mode: syscall.S_IFREG})
-	return inode, w, 0, 0
+	return inode, w, d.m.openFlags(), 0
 }
 
 // Unlink deletes the object at once. A file being written cannot be

@@ -80,9 +80,9 @@ func (f *fileNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint
 }
 
 // Open for writing replaces the object: allowed with O_TRUNC, or for an
-// empty file. Opening a non-empty file for writing without O_TRUNC
-// (which would patch or append) fails with ENOTSUP; O_RDWR without
-// O_TRUNC opens for reading only. Reading a file being written waits
+// empty file. Opening a non-empty file O_WRONLY without O_TRUNC (which
+// would patch or append) fails with ENOTSUP; O_RDWR without O_TRUNC opens
+// a non-empty file for reading only. Reading a file being written waits
 // for its commit once it is closed; while it is still open, EBUSY.
 func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	key := f.key()
@@ -101,29 +101,34 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 			return nil, 0, errno
 		}
 	}
-	wantWrite := acc == syscall.O_WRONLY || (acc == syscall.O_RDWR && flags&syscall.O_TRUNC != 0)
-	if wantWrite {
-		if flags&syscall.O_TRUNC == 0 {
-			o, errno := f.current(ctx, key)
-			if errno != 0 && errno != syscall.ENOENT {
-				return nil, 0, errno
-			}
-			if o.size > 0 {
-				return nil, 0, syscall.ENOTSUP
-			}
+	wantWrite := acc != syscall.O_RDONLY
+	if wantWrite && flags&syscall.O_TRUNC == 0 {
+		o, errno := f.current(ctx, key)
+		if errno != 0 && errno != syscall.ENOENT {
+			return nil, 0, errno
 		}
+		switch {
+		case o.size == 0:
+			// Nothing to keep: the same as O_TRUNC.
+		case acc == syscall.O_RDWR:
+			wantWrite = false // a reader; writes get EBADF
+		default:
+			return nil, 0, syscall.ENOTSUP
+		}
+	}
+	if wantWrite {
 		w, errno := f.m.startWrite(ctx, key, f)
 		if errno != 0 {
 			return nil, 0, errno
 		}
-		return w, 0, 0
+		return w, f.m.openFlags(), 0
 	}
 	o, err := f.m.be.head(ctx, key)
 	if err != nil {
 		return nil, 0, failure(f.m.log, "head", key, err)
 	}
 	f.set(o)
-	return f.m.newReader(key, o, acc == syscall.O_RDWR), 0, 0
+	return f.m.newReader(key, o, acc == syscall.O_RDWR), f.m.openFlags(), 0
 }
 
 // Setattr: the size can be set only to what it is, or to 0 (replace the

@@ -19,6 +19,11 @@ import (
 // maxParts is S3's limit on the parts of one upload.
 const maxParts = 10000
 
+// smallWrite is how much of a file is kept in a heap buffer of its own
+// before it takes a part buffer from the pool: small files (the common
+// case of many files at once) do not hold a whole part each.
+const smallWrite = 1 << 20
+
 // writer is a file open for writing: the whole new content of the object,
 // arriving in order, uploaded as it comes.
 //
@@ -146,9 +151,20 @@ func (w *writer) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	partSize := w.m.cfg.PartSize
 	for rest := data; len(rest) > 0; {
 		if len(w.cur) == partSize {
-			if errno := w.sendPart(ctx); errno != 0 {
+			if errno := w.sendPart(ctx, true); errno != 0 {
 				return 0, errno
 			}
+		}
+		if w.small != nil && len(w.cur)+len(rest) > smallWrite {
+			// No longer a small file: move to a part buffer.
+			buf := w.m.writeP.get(ctx.Done())
+			if buf == nil {
+				w.fail(fmt.Errorf("%w: interrupted waiting for a write buffer", syscall.EINTR))
+				return 0, syscall.EINTR
+			}
+			w.cur = append(buf[:0], w.cur...)
+			putSmall(w.small)
+			w.small = nil
 		}
 		n := min(len(rest), partSize-len(w.cur))
 		w.cur = append(w.cur, rest[:n]...)
@@ -159,9 +175,10 @@ func (w *writer) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	return uint32(len(data)), 0
 }
 
-// sendPart uploads cur as the next part in the background and takes a
-// fresh buffer from the pool. Called with mu held and cur non-empty.
-func (w *writer) sendPart(ctx context.Context) syscall.Errno {
+// sendPart uploads cur as the next part in the background and, if more
+// is to come, takes a fresh buffer from the pool. Called with mu held and
+// cur non-empty.
+func (w *writer) sendPart(ctx context.Context, more bool) syscall.Errno {
 	if w.uploadID == "" {
 		id, err := w.m.be.createUpload(ctx, w.key)
 		if err != nil {
@@ -180,7 +197,7 @@ func (w *writer) sendPart(ctx context.Context) syscall.Errno {
 	number := int32(len(w.etags))
 	w.partsMu.Unlock()
 	body, small := w.cur, w.small
-	w.cur, w.small = nil, nil
+	w.cur, w.small = nil, nil // small is nil here unless called by finish
 	w.slots <- struct{}{}
 	w.inflight.Add(1)
 	go func() {
@@ -203,6 +220,9 @@ func (w *writer) sendPart(ctx context.Context) syscall.Errno {
 		}
 		<-w.slots
 	}()
+	if !more {
+		return 0
+	}
 	buf := w.m.writeP.get(ctx.Done())
 	if buf == nil {
 		w.fail(fmt.Errorf("%w: interrupted waiting for a write buffer", syscall.EINTR))
@@ -257,7 +277,7 @@ func (w *writer) finish(ctx context.Context) syscall.Errno {
 		}
 	} else {
 		if len(w.cur) > 0 {
-			if errno := w.sendPart(ctx); errno != 0 {
+			if errno := w.sendPart(ctx, false); errno != 0 {
 				w.abort()
 				return errno
 			}

@@ -55,9 +55,10 @@ func (d *dirNode) newFile(ctx context.Context, key string, o object, out *fuse.E
 	return d.NewInode(ctx, &fileNode{m: d.m, obj: o, fetched: time.Now()}, fs.StableAttr{Mode: syscall.S_IFREG})
 }
 
-// Lookup finds name: a file being written here, the cached listing, or
-// the server (HEAD of the object and a one-key listing of the prefix, in
-// parallel; the directory wins when both exist).
+// Lookup finds name: a file being written here, the cached listing (read
+// again if it expired and the directory is small), or the server (HEAD of
+// the object and a one-key listing of the prefix, in parallel; the
+// directory wins when both exist).
 func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if len(name) > 255 {
 		return nil, syscall.ENAMETOOLONG
@@ -67,7 +68,16 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if w := d.m.writerOf(key); w != nil {
 		return d.newFile(ctx, key, w.object(), out), 0
 	}
-	switch k, o := d.m.dirs.lookup(dir, name); k {
+	k, o := d.m.dirs.lookup(dir, name)
+	if k == unknown && d.m.dirs.relistable(dir) {
+		// A small directory listed before: list it again (shared by the
+		// lookups running now) rather than ask for this one name.
+		if _, errno := d.listing(ctx); errno != 0 {
+			return nil, errno
+		}
+		k, o = d.m.dirs.lookup(dir, name)
+	}
+	switch k {
 	case absent:
 		return nil, syscall.ENOENT
 	case isDir:
@@ -97,12 +107,33 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	return d.newFile(ctx, key, o, out), 0
 }
 
-// listing returns the directory's listing, from the cache when fresh.
+// listing reads the directory's listing from the server and caches it;
+// concurrent callers share one listing.
 func (d *dirNode) listing(ctx context.Context) ([]dirEntry, syscall.Errno) {
 	dir := d.prefix()
-	l, err := d.m.be.list(ctx, dir)
+	d.m.mu.Lock()
+	if f := d.m.listings[dir]; f != nil {
+		d.m.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.entries, f.errno
+		case <-ctx.Done():
+			return nil, syscall.EINTR
+		}
+	}
+	f := &listFlight{done: make(chan struct{})}
+	d.m.listings[dir] = f
+	d.m.mu.Unlock()
+	defer func() {
+		d.m.mu.Lock()
+		delete(d.m.listings, dir)
+		d.m.mu.Unlock()
+		close(f.done)
+	}()
+	l, err := d.m.be.list(context.WithoutCancel(ctx), dir)
 	if err != nil {
-		return nil, failure(d.m.log, "list", dir, err)
+		f.errno = failure(d.m.log, "list", dir, err)
+		return nil, f.errno
 	}
 	// Files being written here are listed with their size so far.
 	d.m.mu.Lock()
@@ -112,9 +143,16 @@ func (d *dirNode) listing(ctx context.Context) ([]dirEntry, syscall.Errno) {
 		}
 	}
 	d.m.mu.Unlock()
-	entries := l.sorted()
+	f.entries = l.sorted()
 	d.m.dirs.store(dir, l)
-	return entries, 0
+	return f.entries, 0
+}
+
+// listFlight is one listing in progress, shared by concurrent callers.
+type listFlight struct {
+	done    chan struct{}
+	entries []dirEntry
+	errno   syscall.Errno
 }
 
 // Opendir is where the kernel starts a listing; the directory must still

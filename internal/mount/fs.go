@@ -29,6 +29,8 @@ type mountFS struct {
 	// are visible (size so far) though not yet in the bucket.
 	mu      sync.Mutex
 	writing map[string]*writer
+	// listings in progress, by directory prefix.
+	listings map[string]*listFlight
 }
 
 // Mounted is a mounted bucket.
@@ -47,13 +49,14 @@ func Mount(ctx context.Context, client *s3.Client, dir string, cfg Config) (*Mou
 		cfg.Log = log.Default()
 	}
 	m := &mountFS{
-		cfg:     cfg,
-		be:      &backend{client: client, bucket: cfg.Bucket},
-		log:     cfg.Log,
-		dirs:    newDirCache(cfg.MetadataTTL, cfg.DirCacheSize),
-		writeP:  newBufferPool(cfg.PartSize, cfg.WriteBuffers),
-		readP:   newBufferPool(cfg.ReadPartSize, cfg.ReadBuffers),
-		writing: map[string]*writer{},
+		cfg:      cfg,
+		be:       &backend{client: client, bucket: cfg.Bucket},
+		log:      cfg.Log,
+		dirs:     newDirCache(cfg.MetadataTTL, cfg.DirCacheSize),
+		writeP:   newBufferPool(cfg.PartSize, cfg.WriteBuffers),
+		readP:    newBufferPool(cfg.ReadPartSize, cfg.ReadBuffers),
+		writing:  map[string]*writer{},
+		listings: map[string]*listFlight{},
 	}
 	checkCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

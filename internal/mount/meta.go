@@ -63,6 +63,20 @@ func (c *dirCache) fresh(dir string) *cachedDir {
 	return e
 }
 
+// smallDir is the most names a directory may have had at its last listing
+// for a lookup to list it again rather than ask for the one name: one
+// page of ListObjectsV2 answers every lookup in it for a TTL.
+const smallDir = 5000
+
+// relistable reports whether dir was listed before (its listing now
+// expired) with at most smallDir names.
+func (c *dirCache) relistable(dir string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[dir]
+	return e != nil && len(e.l.files)+len(e.l.dirs) <= smallDir
+}
+
 // store records a listing just read from the server.
 func (c *dirCache) store(dir string, l *listing) {
 	c.mu.Lock()

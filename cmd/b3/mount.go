@@ -9,6 +9,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,6 +54,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	smallFile := fs.String("small-file", "1MiB", "objects up to this size are read with one GET")
 	fs.BoolVar(&cfg.DirectIO, "direct-io", true, "bypass the kernel page cache: reads and writes reach the mount at the application's size (up to 1 MiB) instead of 128 KiB read-ahead requests")
 	fs.BoolVar(&cfg.Debug, "debug", false, "log every FUSE request")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the mount to this file until it is unmounted")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -104,6 +106,17 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Log = log.New(stderr, "b3 mount: ", log.LstdFlags)
 		conn.MaxConns = max(64, 2*(cfg.WriteBuffers+cfg.ReadBuffers))
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
 		return serveMount(conn, cfg, fs.Arg(1), stdout)
 	}()
 	if err != nil {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,6 +103,13 @@ func (b *backend) hasPrefix(ctx context.Context, prefix, except string) (bool, e
 // getRange reads len(buf) bytes at off into buf, only from the object
 // version etag (412 if it changed), and returns how many arrived.
 func (b *backend) getRange(ctx context.Context, key, etag string, off int64, buf []byte) (int, error) {
+	n, _, err := b.getVersion(ctx, key, etag, off, buf)
+	return n, err
+}
+
+// getVersion is getRange that also returns the version read: its ETag and
+// total size (with etag "", whatever version is current).
+func (b *backend) getVersion(ctx context.Context, key, etag string, off int64, buf []byte) (int, object, error) {
 	in := &s3.GetObjectInput{Bucket: &b.bucket, Key: &key,
 		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+int64(len(buf))-1))}
 	if etag != "" {
@@ -108,14 +117,26 @@ func (b *backend) getRange(ctx context.Context, key, etag string, off int64, buf
 	}
 	out, err := b.client.GetObject(ctx, in)
 	if err != nil {
-		return 0, err
+		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable && off == 0 {
+			return 0, object{}, nil // an empty object
+		}
+		return 0, object{}, err
 	}
 	defer out.Body.Close()
+	o := object{size: aws.ToInt64(out.ContentLength), mtime: aws.ToTime(out.LastModified), etag: aws.ToString(out.ETag)}
+	if cr := aws.ToString(out.ContentRange); cr != "" {
+		// "bytes first-last/total"
+		if i := strings.LastIndexByte(cr, '/'); i >= 0 {
+			if total, err := strconv.ParseInt(cr[i+1:], 10, 64); err == nil {
+				o.size = total
+			}
+		}
+	}
 	n, err := io.ReadFull(out.Body, buf)
 	if err == io.ErrUnexpectedEOF || err == io.EOF {
 		err = nil
 	}
-	return n, err
+	return n, o, err
 }
 
 func (b *backend) put(ctx context.Context, key string, body []byte) (string, error) {

@@ -123,12 +123,8 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		}
 		return w, f.m.openFlags(), 0
 	}
-	o, err := f.m.be.head(ctx, key)
-	if err != nil {
-		return nil, 0, failure(f.m.log, "head", key, err)
-	}
-	f.set(o)
-	return f.m.newReader(key, o, acc == syscall.O_RDWR), f.m.openFlags(), 0
+	// No request here: the first read pins the version it finds.
+	return f.m.newReader(key, f, acc == syscall.O_RDWR), f.m.openFlags(), 0
 }
 
 // Setattr: the size can be set only to what it is, or to 0 (replace the

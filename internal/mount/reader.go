@@ -10,16 +10,19 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// reader is a file open for reading: one version of an object (its ETag
-// at open; every GET is conditional on it, so a replaced object fails the
-// read with EIO rather than mixing two versions).
+// reader is a file open for reading: one version of an object. The first
+// read fetches whatever version is current (open costs no request) and
+// pins its ETag and size; every later GET is conditional on that ETag, so
+// a replaced object fails the read with EIO rather than mixing versions.
 type reader struct {
 	m        *mountFS
 	key      string
-	obj      object
+	node     *fileNode
 	readOnly bool // false for O_RDWR opens: writes get EBADF
 
 	mu     sync.Mutex
+	pinned bool
+	obj    object  // once pinned
 	whole  *[]byte // a small object, fetched by the first read
 	next   int64   // where the last read ended
 	window int     // read-ahead parts wanted ahead of next
@@ -46,8 +49,33 @@ var (
 	_ fs.FileFsyncer  = (*reader)(nil)
 )
 
-func (m *mountFS) newReader(key string, o object, rdwr bool) *reader {
-	return &reader{m: m, key: key, obj: o, readOnly: !rdwr}
+func (m *mountFS) newReader(key string, node *fileNode, rdwr bool) *reader {
+	return &reader{m: m, key: key, node: node, readOnly: !rdwr}
+}
+
+// pin fetches the first SmallFile bytes of the current version: the whole
+// object if it is small (kept for every later read), else its ETag and
+// size for the conditional GETs that follow.
+func (r *reader) pin(ctx context.Context) syscall.Errno {
+	b := getSmall(r.m.cfg.SmallFile)
+	*b = (*b)[:r.m.cfg.SmallFile]
+	n, o, err := r.m.be.getVersion(ctx, r.key, "", 0, *b)
+	if err == nil && int64(n) != min(o.size, int64(len(*b))) {
+		err = fmt.Errorf("got %d bytes of an object of %d", n, o.size)
+	}
+	if err != nil {
+		putSmall(b)
+		return failure(r.m.log, "get", r.key, err)
+	}
+	r.obj, r.pinned = o, true
+	r.node.set(o)
+	if o.size <= int64(len(*b)) {
+		*b = (*b)[:n]
+		r.whole = b
+	} else {
+		putSmall(b)
+	}
+	return 0
 }
 
 // Read serves dest at off: small objects from one whole GET, sequential
@@ -55,25 +83,17 @@ func (m *mountFS) newReader(key string, o object, rdwr bool) *reader {
 func (r *reader) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.pinned {
+		if errno := r.pin(ctx); errno != 0 {
+			return nil, errno
+		}
+	}
 	size := r.obj.size
 	if off >= size {
 		return fuse.ReadResultData(nil), 0
 	}
 	dest = dest[:min(int64(len(dest)), size-off)]
-	if size <= int64(r.m.cfg.SmallFile) {
-		if r.whole == nil {
-			b := getSmall(int(size))
-			*b = (*b)[:size]
-			n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, 0, *b)
-			if err == nil && int64(n) != size {
-				err = fmt.Errorf("object is %d bytes, expected %d", n, size)
-			}
-			if err != nil {
-				putSmall(b)
-				return nil, failure(r.m.log, "get", r.key, err)
-			}
-			r.whole = b
-		}
+	if r.whole != nil {
 		return fuse.ReadResultData((*r.whole)[off : off+int64(len(dest))]), 0
 	}
 	n, errno := r.readAhead(ctx, dest, off)

@@ -98,12 +98,14 @@ print("%.0f" % (2000/(j[rw]["runtime"]/1000)))'
 
 seq_job() { # rw jobs size
 	echo --name=seq --directory="$work/mnt/seq" --rw="$1" --bs=1M --numjobs="$2" --size="$3" \
-		--fallocate=none --group_reporting --end_fsync=0
+		--fallocate=none --group_reporting --end_fsync=1
 }
+# Writes end with fsync (end_fsync, fsync_on_close): a mount that uploads
+# at close (s3fs) is timed with its upload, as b3 mount's close is.
 small_job() { # rw
 	echo --name=small --directory="$work/mnt/small" --rw="$1" --bs=128k --filesize=128k --nrfiles=125 \
 		--numjobs=16 --openfiles=1 --file_service_type=sequential --create_on_open=1 --fallocate=none \
-		--group_reporting
+		--fsync_on_close=1 --group_reporting
 }
 
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }

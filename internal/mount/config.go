@@ -56,7 +56,7 @@ func (c *Config) validate() error {
 	switch {
 	case c.Bucket == "":
 		return errors.New("no bucket")
-	case c.PartSize < minPartSize || c.PartSize > 5<<30:
+	case c.PartSize < minPartSize || int64(c.PartSize) > 5<<30:
 		return fmt.Errorf("part size %d: must be between 5 MiB and 5 GiB", c.PartSize)
 	case c.UploadConcurrency < 1 || c.WriteBuffers < 1 || c.ReadBuffers < 1:
 		return errors.New("concurrency and buffer counts must be at least 1")

@@ -80,20 +80,26 @@ unmount_tool() {
 
 # fio_mibs JOB-ARGS... prints the bandwidth in MiB/s.
 fio_mibs() {
-	fio --output-format=json "$@" | python3 -c '
+	{ fio --output-format=json "$@" 2>>"$work/fio.err" || true; } | python3 -c '
 import json,sys
-j=json.load(sys.stdin)["jobs"][0]
-rw="write" if j["write"]["io_bytes"] else "read"
-print("%.0f" % (j[rw]["bw_bytes"]/2**20))'
+try:
+    j=json.load(sys.stdin)["jobs"][0]
+    rw="write" if j["write"]["io_bytes"] else "read"
+    print("fail" if j["error"] else "%.0f" % (j[rw]["bw_bytes"]/2**20))
+except Exception:
+    print("fail")'
 }
 
 # fio_files JOB-ARGS... prints files per second (2,000 files).
 fio_files() {
-	fio --output-format=json "$@" | python3 -c '
+	{ fio --output-format=json "$@" 2>>"$work/fio.err" || true; } | python3 -c '
 import json,sys
-j=json.load(sys.stdin)["jobs"][0]
-rw="write" if j["write"]["io_bytes"] else "read"
-print("%.0f" % (2000/(j[rw]["runtime"]/1000)))'
+try:
+    j=json.load(sys.stdin)["jobs"][0]
+    rw="write" if j["write"]["io_bytes"] else "read"
+    print("fail" if j["error"] else "%.0f" % (2000/(j[rw]["runtime"]/1000)))
+except Exception:
+    print("fail")'
 }
 
 seq_job() { # rw jobs size

@@ -23,7 +23,8 @@ func newBufferPool(size, count int) *bufferPool {
 	return p
 }
 
-// get waits for a buffer or for done to close (then nil).
+// get waits for a buffer or for done to close (then nil); a nil done
+// waits for the buffer.
 func (p *bufferPool) get(done <-chan struct{}) []byte {
 	select {
 	case b := <-p.free:

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"context"
 	"errors"
 	"log"
 	"net/http"
@@ -38,6 +39,9 @@ func errnoOf(err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}
+	if errors.Is(err, context.Canceled) {
+		return syscall.EINTR // the kernel interrupted the request
+	}
 	// An errno of the mount itself (EINVAL for an out-of-order write...);
 	// an errno inside a failed request (ECONNREFUSED) is the server's
 	// problem and becomes EIO below.
@@ -67,7 +71,7 @@ func errnoOf(err error) syscall.Errno {
 // returns its errno. Not-found answers are expected and not logged.
 func failure(logger *log.Logger, op, key string, err error) syscall.Errno {
 	errno := errnoOf(err)
-	if errno != syscall.ENOENT && logger != nil {
+	if errno != syscall.ENOENT && errno != syscall.EINTR && logger != nil {
 		if id := requestID(err); id != "" {
 			logger.Printf("%s %q: %v (errno %v, request id %s)", op, key, err, errno, id)
 		} else {

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -44,6 +45,7 @@ func TestErrnoOf(t *testing.T) {
 		{"connection refused", refused, syscall.EIO},
 		{"the mount's own EINVAL", fmt.Errorf("%w: out of order", syscall.EINVAL), syscall.EINVAL},
 		{"anything else", errors.New("boom"), syscall.EIO},
+		{"interrupted by the kernel", &smithy.OperationError{Err: fmt.Errorf("get: %w", context.Canceled)}, syscall.EINTR},
 	}
 	for _, c := range cases {
 		if got := errnoOf(c.err); got != c.want {

@@ -157,12 +157,7 @@ func (w *writer) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		}
 		if w.small != nil && len(w.cur)+len(rest) > smallWrite {
 			// No longer a small file: move to a part buffer.
-			buf := w.m.writeP.get(ctx.Done())
-			if buf == nil {
-				w.fail(fmt.Errorf("%w: interrupted waiting for a write buffer", syscall.EINTR))
-				return 0, syscall.EINTR
-			}
-			w.cur = append(buf[:0], w.cur...)
+			w.cur = append(w.m.writeP.get(nil)[:0], w.cur...)
 			putSmall(w.small)
 			w.small = nil
 		}
@@ -178,7 +173,13 @@ func (w *writer) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 // sendPart uploads cur as the next part in the background and, if more
 // is to come, takes a fresh buffer from the pool. Called with mu held and
 // cur non-empty.
+//
+// Interrupts (signals to the writing process, which Go programs receive
+// all the time) are not honoured here: an interrupted step would void the
+// file, and the program's retry of the write would fail. Every wait ends
+// anyway, when a part is uploaded or fails.
 func (w *writer) sendPart(ctx context.Context, more bool) syscall.Errno {
+	ctx = context.WithoutCancel(ctx)
 	if w.uploadID == "" {
 		id, err := w.m.be.createUpload(ctx, w.key)
 		if err != nil {
@@ -223,12 +224,7 @@ func (w *writer) sendPart(ctx context.Context, more bool) syscall.Errno {
 	if !more {
 		return 0
 	}
-	buf := w.m.writeP.get(ctx.Done())
-	if buf == nil {
-		w.fail(fmt.Errorf("%w: interrupted waiting for a write buffer", syscall.EINTR))
-		return syscall.EINTR
-	}
-	w.cur = buf[:0]
+	w.cur = w.m.writeP.get(nil)[:0]
 	return 0
 }
 

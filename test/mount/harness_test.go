@@ -108,6 +108,17 @@ func mounted(dir string) bool {
 	return false
 }
 
+// mountOptions returns the mount and super block options of dir's mount.
+func mountOptions(dir string) string {
+	info, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(info), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+			return line
+		}
+	}
+	return ""
+}
+
 func (e *env) path(name string) string { return filepath.Join(e.dir, name) }
 
 // run runs a command, failing the test with its output on error.

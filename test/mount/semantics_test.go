@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -258,5 +259,16 @@ func TestMountFlags(t *testing.T) {
 	}
 	if got := e.mustObject("pre/sub/f"); !bytes.Equal(got, []byte("under the prefix")) {
 		t.Fatal("the read-only mount changed an object")
+	}
+
+	// --allow-other lets other users in, with the kernel checking modes.
+	shared := t.TempDir()
+	e.startMount(e.bucket, shared, "--allow-other")
+	opts := mountOptions(shared)
+	if !strings.Contains(opts, "allow_other") || !strings.Contains(opts, "default_permissions") {
+		t.Fatalf("--allow-other mount options: %q", opts)
+	}
+	if strings.Contains(mountOptions(e.dir), "allow_other") {
+		t.Fatal("allow_other without --allow-other")
 	}
 }

@@ -38,3 +38,18 @@ if [ "$(cat "$tools_bin/mc.version" 2>/dev/null)" != "$mc_version" ] || ! works 
 	GOBIN="$tools_bin" go install "github.com/minio/mc@$mc_version"
 	echo "$mc_version" >"$tools_bin/mc.version"
 fi
+
+# --- fuse3: test/mount mounts buckets with `b3 mount` (FUSE) -------------
+# fusermount3 and the FUSE device; the tests run as root, which mounts
+# with mount(2) directly, but fusermount3 unmounts for other users and is
+# what the tests check for.
+if ! works /usr/bin/fusermount3 --version; then
+	echo "installing: fuse3"
+	if [ "$(id -u)" != 0 ]; then echo "need root to apt-get install fuse3" >&2; exit 1; fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y fuse3 >/dev/null 2>&1 ||
+		{ apt-get update >/dev/null && apt-get install -y fuse3 >/dev/null; }
+fi
+if [ ! -e /dev/fuse ] && [ "$(id -u)" = 0 ]; then
+	modprobe fuse 2>/dev/null || true
+fi

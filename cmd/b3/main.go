@@ -3,6 +3,7 @@
 //	b3 server   single node: S3 API + storage on local disks
 //	b3 node     cluster member: a replica group on Raft (docs/CLUSTER.md)
 //	b3 bench    load generator for any S3 endpoint
+//	b3 mount    a bucket as a FUSE file system (docs/MOUNT.md)
 //	b3 admin    stats, users, vacuum, limits, cache of a running server
 //
 // main does flag parsing and wiring only; everything else lives under
@@ -24,6 +25,7 @@ func commands() []command {
 	return []command{
 		{"admin", "operate a running server: stats, users, vacuum, limits, cache", runAdmin},
 		{"bench", "load generator: peak, mixed, disk, kv, compare", runBench},
+		{"mount", "a bucket as a file system (FUSE), for sequential writers and readers", runMount},
 		{"node", "cluster member: S3 API + storage, replicated with Raft", runNode},
 		{"server", "S3 API on local disks", runServer},
 		{"version", "print the version", func([]string, io.Writer, io.Writer) int { fmt.Println(version); return 0 }},

@@ -35,19 +35,12 @@ type s3Flags struct {
 }
 
 func (s *s3Flags) register(fs *flag.FlagSet) {
-	fs.StringVar(&s.opts.Endpoint, "endpoint", os.Getenv("AWS_ENDPOINT_URL"), "S3 endpoint URL (default: $AWS_ENDPOINT_URL, else AWS)")
-	fs.StringVar(&s.opts.Region, "region", envOr("AWS_REGION", "us-east-1"), "region")
+	s.opts.RegisterConnFlags(fs)
 	fs.StringVar(&s.opts.Bucket, "bucket", "b3-bench", "bucket (created unless --create-bucket=false)")
-	fs.StringVar(&s.opts.AccessKey, "access-key", "", "access key (default: AWS_ACCESS_KEY_ID / shared config)")
-	fs.StringVar(&s.opts.SecretKey, "secret-key", "", "secret key (default: AWS_SECRET_ACCESS_KEY / shared config)")
-	fs.BoolVar(&s.opts.PathStyle, "path-style", true, "path-style addressing (endpoint/bucket/key)")
 	fs.StringVar(&s.threshold, "multipart-threshold", "64MiB", "objects at least this large use the transfer manager (multipart, ranged GETs)")
 	fs.StringVar(&s.partSize, "part-size", "16MiB", "transfer manager part size")
 	fs.IntVar(&s.opts.PartConcurrency, "part-concurrency", 4, "transfer manager parts in flight per object")
 	fs.IntVar(&s.opts.Retries, "retries", 0, "SDK retries per request (0: every failure is reported)")
-	fs.BoolVar(&s.opts.ChecksumWhenRequired, "checksum-when-required", false, "send request checksums only where required (SDK default: CRC32 on every PUT)")
-	fs.BoolVar(&s.opts.SignPayload, "sign-payload", false, "SHA-256 every upload body for SigV4, as SDKs do over plain HTTP (default: UNSIGNED-PAYLOAD, as over HTTPS; saves client and server CPU)")
-	fs.DurationVar(&s.opts.RequestTimeout, "request-timeout", 0, "per-request timeout (0: none)")
 	fs.BoolVar(&s.createBucket, "create-bucket", true, "create the bucket if missing")
 	fs.StringVar(&s.prefix, "prefix", "", "key prefix (default: b3-bench/<start time>)")
 }
@@ -78,6 +71,19 @@ func (s *s3Flags) keyPrefix() string {
 		return strings.TrimSuffix(s.prefix, "/")
 	}
 	return "b3-bench/" + time.Now().UTC().Format("20060102T150405.000")
+}
+
+// RegisterConnFlags registers the flags that say where an S3 endpoint is
+// and how to talk to it; b3 bench and b3 mount take the same ones.
+func (o *S3Options) RegisterConnFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("AWS_ENDPOINT_URL"), "S3 endpoint URL (default: $AWS_ENDPOINT_URL, else AWS)")
+	fs.StringVar(&o.Region, "region", envOr("AWS_REGION", "us-east-1"), "region")
+	fs.StringVar(&o.AccessKey, "access-key", "", "access key (default: AWS_ACCESS_KEY_ID / shared config)")
+	fs.StringVar(&o.SecretKey, "secret-key", "", "secret key (default: AWS_SECRET_ACCESS_KEY / shared config)")
+	fs.BoolVar(&o.PathStyle, "path-style", true, "path-style addressing (endpoint/bucket/key)")
+	fs.BoolVar(&o.ChecksumWhenRequired, "checksum-when-required", false, "send request checksums only where required (SDK default: CRC32 on every PUT)")
+	fs.BoolVar(&o.SignPayload, "sign-payload", false, "SHA-256 every upload body for SigV4, as SDKs do over plain HTTP (default: UNSIGNED-PAYLOAD, as over HTTPS; saves client and server CPU)")
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", 0, "per-request timeout (0: none)")
 }
 
 func envOr(name, def string) string {

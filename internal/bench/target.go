@@ -83,12 +83,6 @@ func NewS3Target(ctx context.Context, o S3Options) (*S3Target, error) {
 	if o.Bucket == "" {
 		return nil, errors.New("s3 target: no bucket")
 	}
-	if o.Region == "" {
-		o.Region = "us-east-1"
-	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = 256
-	}
 	if o.PartSize <= 0 {
 		o.PartSize = 16 << 20
 	}
@@ -97,6 +91,37 @@ func NewS3Target(ctx context.Context, o S3Options) (*S3Target, error) {
 	}
 	if o.MultipartThreshold <= 0 {
 		o.MultipartThreshold = 64 << 20
+	}
+	client, err := NewS3Client(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("s3 target: %w", err)
+	}
+	return &S3Target{
+		Client:    client,
+		bucket:    o.Bucket,
+		threshold: o.MultipartThreshold,
+		uploader: manager.NewUploader(client, func(u *manager.Uploader) {
+			u.PartSize = o.PartSize
+			u.Concurrency = o.PartConcurrency
+		}),
+		downloader: manager.NewDownloader(client, func(d *manager.Downloader) {
+			d.PartSize = o.PartSize
+			d.Concurrency = o.PartConcurrency
+		}),
+	}, nil
+}
+
+// NewS3Client builds the SDK client every S3 client of b3 uses (bench,
+// mount) from the connection fields of o: endpoint, region, credentials
+// (explicit, else AWS_* variables and shared config), addressing, retries,
+// checksums, payload signing, timeout and connection pool. It does not
+// contact the endpoint.
+func NewS3Client(ctx context.Context, o S3Options) (*s3.Client, error) {
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 256
 	}
 	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		// The default transport keeps 2 idle connections per host: under
@@ -126,9 +151,9 @@ func NewS3Target(ctx context.Context, o S3Options) (*S3Target, error) {
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("s3 target: load aws config: %w", err)
+		return nil, fmt.Errorf("load aws config: %w", err)
 	}
-	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
+	return s3.NewFromConfig(cfg, func(so *s3.Options) {
 		// The SDK logs a debug line for every response without a checksum
 		// it could validate; it would garble the progress line. Failures
 		// reach the report as errors.
@@ -140,20 +165,7 @@ func NewS3Target(ctx context.Context, o S3Options) (*S3Target, error) {
 		if !o.SignPayload {
 			so.APIOptions = append(so.APIOptions, unsignedPayload)
 		}
-	})
-	return &S3Target{
-		Client:    client,
-		bucket:    o.Bucket,
-		threshold: o.MultipartThreshold,
-		uploader: manager.NewUploader(client, func(u *manager.Uploader) {
-			u.PartSize = o.PartSize
-			u.Concurrency = o.PartConcurrency
-		}),
-		downloader: manager.NewDownloader(client, func(d *manager.Downloader) {
-			d.PartSize = o.PartSize
-			d.Concurrency = o.PartConcurrency
-		}),
-	}, nil
+	}), nil
 }
 
 // unsignedPayload signs requests with UNSIGNED-PAYLOAD. Swapping the

@@ -1,0 +1,257 @@
+package mount
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// reader is a file open for reading: one version of an object. The first
+// read fetches whatever version is current (open costs no request) and
+// pins its ETag and size; every later GET is conditional on that ETag, so
+// a replaced object fails the read with EIO rather than mixing versions.
+type reader struct {
+	m        *mountFS
+	key      string
+	node     *fileNode
+	readOnly bool // false for O_RDWR opens: writes get EBADF
+
+	mu     sync.Mutex
+	pinned bool
+	obj    object  // once pinned
+	whole  *[]byte // a small object, fetched by the first read
+	next   int64   // where the last read ended
+	window int     // read-ahead parts wanted ahead of next
+	ahead  []*chunk
+}
+
+// chunk is one ranged GET of read-ahead into a pooled buffer.
+type chunk struct {
+	off    int64
+	buf    []byte
+	n      int
+	err    error
+	done   chan struct{}
+	cancel context.CancelFunc
+}
+
+func (c *chunk) end() int64 { return c.off + int64(len(c.buf)) }
+
+var (
+	_ fs.FileReader   = (*reader)(nil)
+	_ fs.FileWriter   = (*reader)(nil)
+	_ fs.FileReleaser = (*reader)(nil)
+	_ fs.FileFlusher  = (*reader)(nil)
+	_ fs.FileFsyncer  = (*reader)(nil)
+)
+
+func (m *mountFS) newReader(key string, node *fileNode, rdwr bool) *reader {
+	return &reader{m: m, key: key, node: node, readOnly: !rdwr}
+}
+
+// pin fetches the first SmallFile bytes of the current version: the whole
+// object if it is small (kept for every later read), else its ETag and
+// size for the conditional GETs that follow.
+func (r *reader) pin(ctx context.Context) syscall.Errno {
+	b := getSmall(r.m.cfg.SmallFile)
+	*b = (*b)[:r.m.cfg.SmallFile]
+	n, o, err := r.m.be.getVersion(ctx, r.key, "", 0, *b)
+	if err == nil && int64(n) != min(o.size, int64(len(*b))) {
+		err = fmt.Errorf("got %d bytes of an object of %d", n, o.size)
+	}
+	if err != nil {
+		putSmall(b)
+		return failure(r.m.log, "get", r.key, err)
+	}
+	r.obj, r.pinned = o, true
+	r.node.set(o)
+	if o.size <= int64(len(*b)) {
+		*b = (*b)[:n]
+		r.whole = b
+	} else {
+		putSmall(b)
+	}
+	return 0
+}
+
+// Read serves dest at off: small objects from one whole GET, sequential
+// reads from the read-ahead, others with one ranged GET.
+func (r *reader) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.pinned {
+		if errno := r.pin(ctx); errno != 0 {
+			return nil, errno
+		}
+	}
+	size := r.obj.size
+	if off >= size {
+		return fuse.ReadResultData(nil), 0
+	}
+	dest = dest[:min(int64(len(dest)), size-off)]
+	if r.whole != nil {
+		return fuse.ReadResultData((*r.whole)[off : off+int64(len(dest))]), 0
+	}
+	n, errno := r.readAhead(ctx, dest, off)
+	if errno != 0 {
+		return nil, errno
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// nearby is how far from the end of the last read a read still counts as
+// sequential: the kernel sends its read-ahead requests concurrently, so
+// they may arrive slightly out of order.
+const nearby = 4 << 20
+
+func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (int, syscall.Errno) {
+	sequential := off >= r.next-nearby && off <= r.next+nearby
+	if len(r.ahead) > 0 && (off < r.ahead[0].off || off >= r.ahead[len(r.ahead)-1].end()) {
+		r.dropAhead()
+	}
+	if !sequential {
+		r.dropAhead()
+		r.window = 0
+		r.next = off + int64(len(dest))
+		n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, off, dest)
+		if err != nil {
+			return 0, failure(r.m.log, "get", r.key, err)
+		}
+		return n, 0
+	}
+	// Sequential: the window doubles up to ReadAhead.
+	maxWindow := max(1, r.m.cfg.ReadAhead/r.m.cfg.ReadPartSize)
+	r.window = min(max(1, r.window*2), maxWindow)
+	if len(r.ahead) == 0 {
+		// Parts are aligned to the part size, so that reads in any
+		// order of the kernel land in the same parts.
+		start := off - off%int64(r.m.cfg.ReadPartSize)
+		if !r.fetch(start) {
+			// No buffer free: read this request alone.
+			r.next = off + int64(len(dest))
+			n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, off, dest)
+			if err != nil {
+				return 0, failure(r.m.log, "get", r.key, err)
+			}
+			return n, 0
+		}
+	}
+	r.fill(off)
+	copied := 0
+	for copied < len(dest) {
+		pos := off + int64(copied)
+		c := r.chunkAt(pos)
+		if c == nil {
+			// Beyond the read-ahead (no buffer was free): read directly.
+			n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, pos, dest[copied:])
+			if err != nil {
+				return 0, failure(r.m.log, "get", r.key, err)
+			}
+			copied += n
+			break
+		}
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return 0, syscall.EINTR
+		}
+		if c.err != nil {
+			errno := failure(r.m.log, "get", r.key, c.err)
+			r.dropAhead()
+			return 0, errno
+		}
+		from := int(pos - c.off)
+		if from >= c.n {
+			break // end of object
+		}
+		copied += copy(dest[copied:], c.buf[from:c.n])
+	}
+	r.next = off + int64(copied)
+	// Parts wholly before this read are done with.
+	for len(r.ahead) > 0 && r.ahead[0].end() <= off {
+		r.release(r.ahead[0])
+		r.ahead = r.ahead[1:]
+	}
+	r.fill(off)
+	return copied, 0
+}
+
+// fill keeps window parts in flight past off, as buffers allow.
+func (r *reader) fill(off int64) {
+	partSize := int64(r.m.cfg.ReadPartSize)
+	for len(r.ahead) > 0 {
+		last := r.ahead[len(r.ahead)-1]
+		if last.end() >= r.obj.size || last.end() >= off+int64(r.window)*partSize+partSize {
+			return
+		}
+		if !r.fetch(last.end()) {
+			return
+		}
+	}
+}
+
+// fetch starts the GET of the part at off, if a buffer is free.
+func (r *reader) fetch(off int64) bool {
+	buf := r.m.readP.tryGet()
+	if buf == nil {
+		return false
+	}
+	buf = buf[:min(int64(len(buf)), r.obj.size-off)]
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &chunk{off: off, buf: buf, done: make(chan struct{}), cancel: cancel}
+	r.ahead = append(r.ahead, c)
+	go func() {
+		defer close(c.done)
+		c.n, c.err = r.m.be.getRange(ctx, r.key, r.obj.etag, off, buf)
+	}()
+	return true
+}
+
+func (r *reader) chunkAt(pos int64) *chunk {
+	for _, c := range r.ahead {
+		if pos >= c.off && pos < c.end() {
+			return c
+		}
+	}
+	return nil
+}
+
+// release returns a part's buffer once its GET has ended.
+func (r *reader) release(c *chunk) {
+	c.cancel()
+	go func() {
+		<-c.done
+		r.m.readP.put(c.buf)
+	}()
+}
+
+func (r *reader) dropAhead() {
+	for _, c := range r.ahead {
+		r.release(c)
+	}
+	r.ahead = nil
+}
+
+func (r *reader) Release(ctx context.Context) syscall.Errno {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dropAhead()
+	if r.whole != nil {
+		putSmall(r.whole)
+		r.whole = nil
+	}
+	return 0
+}
+
+// Write through a handle opened for reading (O_RDWR without O_TRUNC on
+// an existing file) would patch the object: EBADF.
+func (r *reader) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	return 0, syscall.EBADF
+}
+
+func (r *reader) Flush(ctx context.Context) syscall.Errno               { return 0 }
+func (r *reader) Fsync(ctx context.Context, flags uint32) syscall.Errno { return 0 }

@@ -1,0 +1,126 @@
+package mount
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"testing"
+)
+
+// TestLargeSequentialFile writes a large file in 1 MiB writes (a
+// multipart upload with parts in flight) and reads it back in 1 MiB reads
+// (the read-ahead path), comparing checksums through the mount and S3.
+func TestLargeSequentialFile(t *testing.T) {
+	size := 48 << 20
+	if os.Getenv("B3_MOUNT_LONG") != "" {
+		size = 1 << 30
+	}
+	e := newEnv(t, "--part-size", "8MiB", "--read-part-size", "4MiB")
+	f, err := os.Create(e.path("large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := pattern(7, 1<<20)
+	h := sha256.New()
+	for off := 0; off < size; off += len(block) {
+		block[0], block[1] = byte(off>>20), byte(off>>28) // every block differs
+		if _, err := f.Write(block); err != nil {
+			t.Fatal(err)
+		}
+		h.Write(block)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	want := fmt.Sprintf("%x", h.Sum(nil))
+
+	st, err := os.Stat(e.path("large"))
+	if err != nil || st.Size() != int64(size) {
+		t.Fatalf("stat: %v, %v; want %d bytes", st, err, size)
+	}
+	r, err := os.Open(e.path("large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Reset()
+	n, err := io.CopyBuffer(h, r, make([]byte, 1<<20))
+	r.Close()
+	if err != nil || n != int64(size) || fmt.Sprintf("%x", h.Sum(nil)) != want {
+		t.Fatalf("read back through the mount: %d bytes, %v, checksum equal %v", n, err, fmt.Sprintf("%x", h.Sum(nil)) == want)
+	}
+	if got := sum(e.mustObject("large")); got != want {
+		t.Fatalf("through S3: sha %s, want %s", got, want)
+	}
+	// Random reads: each lands where it should.
+	r, err = os.Open(e.path("large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, off := range []int64{int64(size) - 100, 3<<20 + 17, 0, int64(size) / 2} {
+		buf := make([]byte, 100)
+		if _, err := r.ReadAt(buf, off); err != nil && err != io.EOF {
+			t.Fatalf("pread at %d: %v", off, err)
+		}
+		blockOff := off &^ (1<<20 - 1)
+		exp := pattern(7, 1<<20)
+		exp[0], exp[1] = byte(blockOff>>20), byte(blockOff>>28)
+		in := int(off - blockOff)
+		if string(buf[:min(100, 1<<20-in)]) != string(exp[in:min(in+100, 1<<20)]) {
+			t.Fatalf("pread at %d returned other bytes", off)
+		}
+	}
+}
+
+// TestParallelSmallFiles writes many small files from 16 writers at once
+// and reads them back from 16 readers.
+func TestParallelSmallFiles(t *testing.T) {
+	e := newEnv(t)
+	const writers, perWriter, size = 16, 25, 128 << 10
+	if err := os.Mkdir(e.path("small"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := func(w, i int) string { return fmt.Sprintf("small/w%02d-%03d", w, i) }
+	each := func(do func(w, i int) error) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range perWriter {
+					if err := do(w, i); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+	each(func(w, i int) error { return os.WriteFile(e.path(name(w, i)), pattern(w*1000+i, size), 0o644) })
+	each(func(w, i int) error {
+		b, err := os.ReadFile(e.path(name(w, i)))
+		if err != nil {
+			return err
+		}
+		if sum(b) != sum(pattern(w*1000+i, size)) {
+			return fmt.Errorf("%s: content differs", name(w, i))
+		}
+		return nil
+	})
+	if keys := e.keys(); len(keys) != writers*perWriter+1 { // and the "small/" marker
+		t.Fatalf("bucket holds %d keys, want %d", len(keys), writers*perWriter+1)
+	}
+	entries, err := os.ReadDir(e.path("small"))
+	if err != nil || len(entries) != writers*perWriter {
+		t.Fatalf("readdir: %d entries, %v", len(entries), err)
+	}
+}

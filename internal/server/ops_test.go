@@ -169,7 +169,7 @@ func TestAdminEndToEnd(t *testing.T) {
 	if err != nil || len(users) != 2 {
 		t.Fatalf("users: %+v %v", users, err)
 	}
-	if err := n.admin.RemoveUser(ctx, u.AccessKey); err != nil {
+	if _, err := n.admin.RemoveUserWith(ctx, u.AccessKey, "", true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := alice.ListBuckets(ctx, &s3.ListBucketsInput{}); err == nil {

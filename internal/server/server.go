@@ -138,9 +138,24 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	root.Admin = true // MinIO's root: every bucket, whoever owns it
 	users, err := openUserStore(cfg.Root, append([]s3api.User{root}, cfg.Users...))
 	if err != nil {
 		return err
+	}
+
+	overrides, err := openOverrides(cfg.Root)
+	if err != nil {
+		return err
+	}
+	configured := admin.Configured{Limits: cfg.Limits, VacuumInterval: cfg.VacuumInterval}
+	applied, err := overrides.apply(&cfg)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		cfg.Logger.Info("runtime settings changed through the admin API override the configuration (b3 admin settings)",
+			"overridden", applied, "file", filepath.Join(cfg.Root, OverridesFile))
 	}
 
 	pacer := iolimit.NewPacer(cfg.Pace)
@@ -190,7 +205,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		}
 	}
 	adminAPI, err := admin.New(admin.Config{Store: store, Limiter: limiter, Users: users, Token: adminToken,
-		Registry: registry, Ready: ready.Load, Logger: cfg.Logger, Context: passCtx})
+		Registry: registry, Ready: ready.Load, Logger: cfg.Logger, Context: passCtx,
+		Overrides: overrides, Configured: configured})
 	if err != nil {
 		return closeStore(err)
 	}

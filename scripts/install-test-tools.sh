@@ -38,3 +38,12 @@ if [ "$(cat "$tools_bin/mc.version" 2>/dev/null)" != "$mc_version" ] || ! works 
 	GOBIN="$tools_bin" go install "github.com/minio/mc@$mc_version"
 	echo "$mc_version" >"$tools_bin/mc.version"
 fi
+# systemd-analyze: internal/server's TestDeployAgrees rates deploy/b3.service
+# with `systemd-analyze security --offline=true` (Debian: package systemd).
+if ! works systemd-analyze --version; then
+	echo "installing systemd (for systemd-analyze)"
+	if [ "$(id -u)" != 0 ]; then echo "need root to apt-get install systemd" >&2; exit 1; fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y systemd >/dev/null 2>&1 ||
+		{ apt-get update >/dev/null && apt-get install -y systemd >/dev/null; }
+fi

@@ -45,8 +45,33 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // certificate, after SIGHUP and after a plain file change.
 func TestTLS(t *testing.T) {
 	ca := testutil.NewCA(t)
-	s := testutil.StartServer(t, testutil.ServerOptions{CA: ca, Args: []string{"--tls-check-interval", "1s"}})
+	adminDir := t.TempDir()
+	adminCert, adminKey := filepath.Join(adminDir, "cert.pem"), filepath.Join(adminDir, "key.pem")
+	ca.Issue(t, adminCert, adminKey)
+	s := testutil.StartServer(t, testutil.ServerOptions{CA: ca,
+		Args: []string{"--tls-check-interval", "1s", "--admin-tls-cert", adminCert, "--admin-tls-key", adminKey}})
 	ctx := context.Background()
+
+	// The admin listener is HTTPS too: b3 admin and b3 healthcheck trust the CA.
+	b3 := func(args ...string) (string, int) {
+		cmd := exec.Command(testutil.Binary(t), args...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		}
+		return string(out), 0
+	}
+	adminURL := "https://" + s.AdminAddr
+	if out, code := b3("admin", "stats", "--url", adminURL, "--ca-cert", ca.File, "--token", s.AdminToken); code != 0 || !strings.Contains(out, "segments:") {
+		t.Fatalf("b3 admin over https: %d %s", code, out)
+	}
+	if out, code := b3("admin", "stats", "--url", adminURL, "--token", s.AdminToken); code != 1 || !strings.Contains(out, "certificate") {
+		t.Fatalf("b3 admin over https without the CA: %d %s", code, out)
+	}
+	if out, code := b3("healthcheck", "--url", adminURL+"/health/ready", "--ca-cert", ca.File); code != 0 || !strings.Contains(out, "ready") {
+		t.Fatalf("b3 healthcheck over https: %d %s", code, out)
+	}
 
 	// An SDK client whose requests report the certificate of the
 	// connection they went over.
@@ -250,6 +275,46 @@ func TestStartupRefusals(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(fresh, name)); err == nil {
 			t.Errorf("a failed start generated %s", name)
 		}
+	}
+}
+
+// TestVersionAndHealthcheck: b3 version says what b3_build_info says;
+// b3 healthcheck exits 0 while the server is ready, 1 once it is gone.
+func TestVersionAndHealthcheck(t *testing.T) {
+	s := testutil.StartServer(t, testutil.ServerOptions{})
+	bin := testutil.Binary(t)
+	out, err := exec.Command(bin, "version", "--json").Output()
+	var v struct {
+		Version, Revision string
+		GoVersion         string `json:"go_version"`
+	}
+	if err != nil || json.Unmarshal(out, &v) != nil || v.Version == "" || v.GoVersion == "" {
+		t.Fatalf("b3 version --json: %v %s", err, out)
+	}
+	resp, err := http.Get("http://" + s.AdminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `b3_build_info{goversion="` + v.GoVersion + `",revision="` + v.Revision; !strings.Contains(string(metrics), want) {
+		t.Fatalf("/metrics lacks %s", want)
+	}
+	health := func() int {
+		err := exec.Command(bin, "healthcheck", "--url", "http://"+s.AdminAddr+"/health/ready").Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		return 0
+	}
+	if code := health(); code != 0 {
+		t.Fatalf("healthcheck of a ready server: exit %d", code)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if code := health(); code != 1 {
+		t.Fatalf("healthcheck of a stopped server: exit %d", code)
 	}
 }
 

@@ -116,6 +116,9 @@ func TestRootAndUserBuckets(t *testing.T) {
 	if out, code := b3admin("buckets", "chown", "alices", rootKey); code != 0 || !strings.Contains(out, "now owned by root") {
 		t.Fatalf("buckets chown: %d %s", code, out)
 	}
+	if out, code := b3admin("users", "remove", rootKey, "--force"); code != 1 || !strings.Contains(out, "404") {
+		t.Fatalf("removing root: %d %s", code, out)
+	}
 	if out, code := b3admin("buckets", "delete", "alices"); code != 1 || !strings.Contains(out, "not empty") {
 		t.Fatalf("deleting a full bucket without --force: %d %s", code, out)
 	}

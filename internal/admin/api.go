@@ -271,7 +271,11 @@ func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) error {
 	key := r.PathValue("accessKey")
 	newOwner, force := r.URL.Query().Get("new_owner"), r.URL.Query().Get("force") == "1"
 	names := s.userNames()
-	if _, ok := names[key]; !ok {
+	removable := false
+	for _, u := range s.cfg.Users.List() {
+		removable = removable || (u.AccessKey == key && u.Managed)
+	}
+	if !removable { // unknown, or root / B3_USERS (configured, not managed)
 		return &httpError{http.StatusNotFound, ErrNoSuchUser.Error()}
 	}
 	if newOwner != "" {

@@ -5,13 +5,19 @@
 #
 # The binary is built with CGO_ENABLED=0 (cmd/b3's TestStaticBinary checks
 # that such a build has no ELF interpreter), so FROM scratch suffices.
+# .dockerignore keeps a local data root (credentials!) and .git out of the
+# build context; name the build with --build-arg VERSION=... REVISION=...
+# (b3 version, b3_build_info).
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/b3 ./cmd/b3 \
+ARG VERSION=""
+ARG REVISION=""
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+      -ldflags="-s -w -X github.com/b3-storage/b3/internal/admin.stampedVersion=${VERSION} -X github.com/b3-storage/b3/internal/admin.stampedRevision=${REVISION}" \
+      -o /out/b3 ./cmd/b3 \
  && mkdir -p -m 0700 /out/data
 
 FROM scratch
@@ -26,5 +32,8 @@ ENV B3_DATA=/data \
     B3_ADMIN_ADDRESS=0.0.0.0:9001
 VOLUME /data
 EXPOSE 9000 9001
+# FROM scratch has no curl: b3 asks its own /health/ready (admin port).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["/b3", "healthcheck", "--url", "http://127.0.0.1:9001/health/ready"]
 ENTRYPOINT ["/b3"]
 CMD ["server"]

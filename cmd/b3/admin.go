@@ -2,239 +2,380 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/b3-storage/b3/internal/admin"
 	"github.com/b3-storage/b3/internal/server"
 )
 
-const adminUsage = `usage: b3 admin [flags] <command>
+// adminCommand is one `b3 admin` command. Adding a command is adding an
+// entry to adminCommands; its JSON shape goes into docs/OPERATIONS.md
+// (TestAdminJSONShapes checks the two agree).
+type adminCommand struct {
+	name    string   // words, e.g. "users add"
+	args    string   // positional arguments, for the usage text
+	summary string   // one line
+	flags   []string // command flags it accepts (see adminFlags)
+	nargs   [2]int   // least and most positional arguments
+	run     func(a *adminCall) (result any, table func(io.Writer), err error)
+}
 
-commands:
-  stats [--objects]          segments (live/dead), vacuum, lifecycle, cache, disk I/O
-  users list                 access keys
-  users add <name>           new access key (the secret is shown once)
-  users remove <access-key>  remove a key added with "users add"
-  vacuum start [threshold]   one pass now (threshold: dead ratio, default the server's)
-  vacuum stop                cancel a pass and stop the automatic loop
-  vacuum auto <interval>     (re)start the automatic loop, e.g. 5m
-  vacuum status              progress, dead bytes, and the background pace: rate now and why
-  limits get
-  limits set name=value...   read, write, background-read, background-write (bytes/s, units KiB MiB GiB)
-  cache                      cache statistics
-  lifecycle run              one lifecycle pass now
-  cluster status [--json]    members of the replica group, health, leader, term, lag (b3 node)
+// adminCommands lists every command, in usage order. A command's bare
+// first word ("users", "vacuum", ...) runs the entry marked default.
+func adminCommands() []adminCommand {
+	return []adminCommand{
+		{name: "stats", summary: "segments (live/dead), vacuum, lifecycle, cache, disk I/O, fsync", flags: []string{"objects"}, run: adminStats},
+		{name: "users list", summary: "access keys", run: adminUsersList},
+		{name: "users add", args: "<name>", summary: "new access key (the secret is shown once)", nargs: [2]int{1, 1}, run: adminUsersAdd},
+		{name: "users remove", args: "<access-key>", summary: "remove a key; one owning buckets needs --new-owner <access-key> or --force",
+			flags: []string{"new-owner", "force"}, nargs: [2]int{1, 1}, run: adminUsersRemove},
+		{name: "buckets list", summary: "every bucket with owner, objects and bytes (scans the metadata)", run: adminBucketsList},
+		{name: "buckets chown", args: "<bucket> <access-key>", summary: "give a bucket to another user", nargs: [2]int{2, 2}, run: adminBucketsChown},
+		{name: "buckets delete", args: "<bucket>", summary: "delete a bucket; --force deletes its objects and uploads first",
+			flags: []string{"force"}, nargs: [2]int{1, 1}, run: adminBucketsDelete},
+		{name: "vacuum status", summary: "progress, dead bytes, and the background pace: rate now and why", run: adminVacuumStatus},
+		{name: "vacuum start", args: "[threshold]", summary: "one pass now (threshold: dead ratio, default the server's)", nargs: [2]int{0, 1}, run: adminVacuumStart},
+		{name: "vacuum stop", summary: "cancel a pass and stop the automatic loop (kept over restarts)", run: adminVacuumStop},
+		{name: "vacuum auto", args: "<interval>", summary: "(re)start the automatic loop, e.g. 5m (kept over restarts)", nargs: [2]int{1, 1}, run: adminVacuumAuto},
+		{name: "limits get", summary: "disk I/O limits in force", run: adminLimitsGet},
+		{name: "limits set", args: "name=value...", summary: "read, write, background-read, background-write (bytes/s, KiB MiB GiB; kept over restarts)", nargs: [2]int{1, 4}, run: adminLimitsSet},
+		{name: "settings list", summary: "runtime-changeable settings: in force, configured, overridden", run: adminSettingsList},
+		{name: "settings reset", summary: "drop every runtime override: back to the configuration", run: adminSettingsReset},
+		{name: "cache", summary: "cache statistics", run: adminCache},
+		{name: "lifecycle run", summary: "one lifecycle pass now", run: adminLifecycleRun},
+		{name: "cluster status", summary: "members of the replica group, health, leader, term, lag (b3 node)", run: adminClusterStatus},
+	}
+}
 
-flags:
-`
+// adminDefaults maps a bare first word to its command.
+var adminDefaults = map[string]string{
+	"users": "users list", "buckets": "buckets list", "vacuum": "vacuum status",
+	"limits": "limits get", "settings": "settings list",
+}
+
+// adminFlags are every flag of `b3 admin`; they may appear anywhere on
+// the line. Connection flags fall back to B3_ADMIN_* variables, then to
+// the config file (adminConfigPath).
+type adminFlags struct {
+	url, token, caCert, data, config string
+	json                             bool
+	// command flags
+	objects, force bool
+	newOwner       string
+}
+
+func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
+	fs.StringVar(&f.url, "url", "", "admin API URL (B3_ADMIN_URL; config file url; default http://127.0.0.1:9001)")
+	fs.StringVar(&f.url, "endpoint", "", "same as --url")
+	fs.StringVar(&f.token, "token", "", "admin token (B3_ADMIN_TOKEN; config file token; else <data>/admin-token)")
+	fs.StringVar(&f.caCert, "ca-cert", "", "PEM file of the CA that signed an https admin listener (B3_ADMIN_CA_CERT; config file ca_cert)")
+	fs.StringVar(&f.data, "data", "", "server data root, to read admin-token from when no token is given (B3_DATA)")
+	fs.StringVar(&f.config, "config", "", "config file (B3_ADMIN_CONFIG; default "+adminConfigPath()+")")
+	fs.BoolVar(&f.json, "json", false, "print JSON (documented in docs/OPERATIONS.md) instead of a table")
+	fs.BoolVar(&f.objects, "objects", false, "stats: also count objects and bytes (a full metadata scan)")
+	fs.BoolVar(&f.force, "force", false, "users remove: leave the user's buckets to the root user; buckets delete: delete the contents too")
+	fs.StringVar(&f.newOwner, "new-owner", "", "users remove: access key that gets the user's buckets")
+	return map[string]bool{"objects": true, "force": true, "new-owner": true}
+}
+
+// adminConfig is the file `b3 admin` reads its connection from when
+// neither flags nor variables give it.
+type adminConfig struct {
+	URL    string `yaml:"url"`
+	Token  string `yaml:"token"`
+	CACert string `yaml:"ca_cert"`
+}
+
+// adminConfigPath is <user config dir>/b3/admin.yaml
+// (~/.config/b3/admin.yaml on Linux).
+func adminConfigPath() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return filepath.Join("~", ".config", "b3", "admin.yaml")
+	}
+	return filepath.Join(dir, "b3", "admin.yaml")
+}
+
+// adminCall is one run of a command.
+type adminCall struct {
+	ctx    context.Context
+	c      *admin.Client
+	args   []string
+	flags  *adminFlags
+	stderr io.Writer
+}
+
+func (a *adminCall) arg(i int) string {
+	if i < len(a.args) {
+		return a.args[i]
+	}
+	return ""
+}
+
+// usageError is a wrong command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func adminUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(w, "usage: b3 admin <command> [arguments] [flags]   (flags may come anywhere)\n\ncommands:")
+	for _, c := range adminCommands() {
+		fmt.Fprintf(w, "  %-42s %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+	}
+	fmt.Fprintf(w, "\nThe server and token come from --url/--token, else B3_ADMIN_URL/B3_ADMIN_TOKEN,\nelse the config file %s (url:, token:, ca_cert:).\n\nflags:\n", adminConfigPath())
+	fs.PrintDefaults()
+}
+
+// parseAnywhere parses flags wherever they are among the positional
+// arguments; everything after "--" is positional.
+func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		rest := args
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if len(rest) > len(args) && rest[len(rest)-len(args)-1] == "--" {
+			return append(pos, args...), nil
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+}
 
 // runAdmin is "b3 admin": a client of the admin API.
 func runAdmin(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
+	fs := flag.NewFlagSet("b3 admin", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	env := func(name, def string) string {
-		if v, ok := os.LookupEnv(name); ok {
-			return v
-		}
-		return def
-	}
-	endpoint := fs.String("endpoint", env("B3_ADMIN_ENDPOINT", "http://127.0.0.1:9001"), "admin API (B3_ADMIN_ENDPOINT)")
-	token := fs.String("token", env("B3_ADMIN_TOKEN", ""), "admin token (B3_ADMIN_TOKEN; default: read from <data>/admin-token)")
-	data := fs.String("data", env("B3_DATA", "data"), "server data root, to find the admin token (B3_DATA)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() { fmt.Fprint(stderr, adminUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+	var f adminFlags
+	commandFlags := f.register(fs)
+	fs.Usage = func() { adminUsage(stderr, fs) }
+	pos, err := parseAnywhere(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	if *token == "" {
-		b, err := os.ReadFile(filepath.Join(*data, server.AdminTokenFile))
-		if err != nil {
-			fmt.Fprintf(stderr, "b3 admin: no --token and %v\n", err)
-			return 2
-		}
-		*token = strings.TrimSpace(string(b))
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "b3 admin: "+format+"\n", a...)
+		return code
 	}
-	c := &admin.Client{Endpoint: *endpoint, Token: *token}
-	cmd := fs.Args()
-	if len(cmd) == 0 {
+	if len(pos) == 0 {
 		fs.Usage()
 		return 2
 	}
+	cmd, rest, ok := findAdminCommand(pos)
+	if !ok {
+		fmt.Fprintf(stderr, "b3 admin: unknown command %q\n\n", strings.Join(pos, " "))
+		fs.Usage()
+		return 2
+	}
+	if len(rest) < cmd.nargs[0] || len(rest) > cmd.nargs[1] {
+		return fail(2, "usage: b3 admin %s %s", cmd.name, cmd.args)
+	}
+	var bad []string
+	fs.Visit(func(fl *flag.Flag) {
+		if commandFlags[fl.Name] && !contains(cmd.flags, fl.Name) {
+			bad = append(bad, "--"+fl.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return fail(2, "%s does not take %s", cmd.name, strings.Join(bad, ", "))
+	}
+	c, err := f.client()
+	if err != nil {
+		return fail(2, "%v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	show := func(v any, err error, text func()) int {
-		if err != nil {
-			fmt.Fprintf(stderr, "b3 admin: %v\n", err)
-			return 1
-		}
-		if *asJSON || text == nil {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			_ = enc.Encode(v)
-			return 0
-		}
-		text()
-		return 0
+	result, table, err := cmd.run(&adminCall{ctx: ctx, c: c, args: rest, flags: &f, stderr: stderr})
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		return fail(2, "%v", err)
+	case err != nil:
+		return fail(1, "%v", err)
+	case f.json || table == nil:
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(result)
+	default:
+		table(stdout)
 	}
-	arg := func(i int) string {
-		if i < len(cmd) {
-			return cmd[i]
-		}
-		return ""
-	}
-	switch arg(0) + " " + arg(1) {
-	case "stats ", "stats --objects", "stats -objects":
-		st, err := c.Stats(ctx, arg(1) != "")
-		return show(st, err, func() { printStats(stdout, st) })
-	case "users list", "users ":
-		us, err := c.Users(ctx)
-		return show(us, err, func() {
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ACCESS KEY\tNAME\tREMOVABLE\tCANONICAL ID")
-			for _, u := range us {
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", u.AccessKey, u.Name, u.Managed, u.CanonicalID)
-			}
-			tw.Flush()
-		})
-	case "users add":
-		u, err := c.AddUser(ctx, arg(2))
-		return show(u, err, func() {
-			fmt.Fprintf(stdout, "access key: %s\nsecret key: %s\n(the secret is not shown again)\n", u.AccessKey, u.Secret)
-		})
-	case "users remove":
-		err := c.RemoveUser(ctx, arg(2))
-		return show(map[string]string{"removed": arg(2)}, err, func() { fmt.Fprintf(stdout, "removed %s\n", arg(2)) })
-	case "vacuum start":
-		var threshold float64
-		if arg(2) != "" {
-			var err error
-			if threshold, err = strconv.ParseFloat(arg(2), 64); err != nil {
-				fmt.Fprintf(stderr, "b3 admin: threshold %q: %v\n", arg(2), err)
-				return 2
-			}
-		}
-		err := c.VacuumStart(ctx, threshold)
-		return show(map[string]string{"status": "started"}, err, func() { fmt.Fprintln(stdout, "vacuum pass started") })
-	case "vacuum stop":
-		st, err := c.VacuumStop(ctx)
-		return show(st, err, nil)
-	case "vacuum auto":
-		d, err := time.ParseDuration(arg(2))
-		if err != nil {
-			fmt.Fprintf(stderr, "b3 admin: interval %q: %v\n", arg(2), err)
-			return 2
-		}
-		st, err := c.VacuumAuto(ctx, d)
-		return show(st, err, nil)
-	case "vacuum status", "vacuum ":
-		st, err := c.VacuumStatus(ctx)
-		return show(st, err, nil)
-	case "limits get", "limits ":
-		l, err := c.Limits(ctx)
-		return show(l, err, nil)
-	case "limits set":
-		l, err := c.Limits(ctx)
-		if err != nil {
-			return show(nil, err, nil)
-		}
-		for _, kv := range cmd[2:] {
-			name, value, _ := strings.Cut(kv, "=")
-			n, err := server.ParseBytes(value)
-			if err != nil {
-				fmt.Fprintf(stderr, "b3 admin: %s: %v\n", kv, err)
-				return 2
-			}
-			switch name {
-			case "read":
-				l.ReadBytesPerSec = n
-			case "write":
-				l.WriteBytesPerSec = n
-			case "background-read":
-				l.BackgroundReadBytesPerSec = n
-			case "background-write":
-				l.BackgroundWriteBytesPerSec = n
-			default:
-				fmt.Fprintf(stderr, "b3 admin: unknown limit %q (read, write, background-read, background-write)\n", name)
-				return 2
-			}
-		}
-		l, err = c.SetLimits(ctx, l)
-		return show(l, err, nil)
-	case "cache ":
-		st, err := c.Cache(ctx)
-		return show(st, err, nil)
-	case "lifecycle run":
-		res, err := c.LifecycleRun(ctx)
-		return show(res, err, nil)
-	case "cluster status":
-		*asJSON = *asJSON || arg(2) == "--json" || arg(2) == "-json"
-		st, err := c.ClusterStatus(ctx)
-		return show(st, err, func() { printClusterStatus(stdout, st) })
-	}
-	fmt.Fprintf(stderr, "b3 admin: unknown command %q\n\n", strings.Join(cmd, " "))
-	fs.Usage()
-	return 2
+	return 0
 }
 
-func printStats(w io.Writer, st admin.Stats) {
-	if o := st.Objects; o != nil {
-		fmt.Fprintf(w, "objects: %d in %d buckets, %d bytes\n", o.Objects, o.Buckets, o.Bytes)
+func findAdminCommand(pos []string) (adminCommand, []string, bool) {
+	if name, ok := adminDefaults[pos[0]]; ok && (len(pos) == 1 || !isSubcommand(pos[0], pos[1])) {
+		pos = append(strings.Fields(name), pos[1:]...)
 	}
-	v := st.Vacuum
-	fmt.Fprintf(w, "segments: %d, %d bytes, %d dead (%.1f%%)\n", len(st.Segments), v.TotalBytes, v.DeadBytes, pct(v.DeadBytes, v.TotalBytes))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  SEGMENT\tSIZE\tLIVE\tDEAD\tDEAD%\t")
-	for _, s := range st.Segments {
-		active := ""
-		if s.Active {
-			active = " (active)"
+	for _, c := range adminCommands() {
+		words := strings.Fields(c.name)
+		if len(pos) >= len(words) && strings.Join(pos[:len(words)], " ") == c.name {
+			return c, pos[len(words):], true
 		}
-		fmt.Fprintf(tw, "  %d%s\t%d\t%d\t%d\t%.1f\t\n", s.ID, active, s.Size, s.Size-s.DeadBytes, s.DeadBytes, pct(s.DeadBytes, s.Size))
 	}
-	tw.Flush()
-	fmt.Fprintf(w, "vacuum: running=%v auto=%v threshold=%.0f%% removed=%d reclaimed=%d copied=%d last=%s %s\n",
-		v.Running, v.Auto, v.ThresholdPercent, v.SegmentsRemoved, v.BytesReclaimed, v.BytesCopied, fmtTime(v.LastPass), v.LastError)
-	fmt.Fprintf(w, "background pace: %s\n", v.Pace)
-	l := st.Lifecycle
-	fmt.Fprintf(w, "lifecycle: passes=%d expired=%d aborted=%d reevaluated=%d day=%s last=%s %s\n",
-		l.Passes, l.Expired, l.Aborted, l.Reevaluated, l.Day, fmtTime(l.LastPass), l.LastError)
-	c := st.Cache
-	fmt.Fprintf(w, "cache: %s %d/%d bytes, %d entries, hits=%d misses=%d evictions=%d\n",
-		c.Policy, c.Bytes, c.MaxBytes, c.Entries, c.Hits, c.Misses, c.Evictions)
-	fmt.Fprintf(w, "disk I/O bytes: read fg=%d bg=%d, write fg=%d bg=%d\n",
-		st.IO.Read.Foreground.Bytes, st.IO.Read.Background.Bytes, st.IO.Write.Foreground.Bytes, st.IO.Write.Background.Bytes)
-	fmt.Fprintf(w, "limits (bytes/s, 0 = none): read=%d write=%d background-read=%d background-write=%d\n",
-		st.Limits.ReadBytesPerSec, st.Limits.WriteBytesPerSec, st.Limits.BackgroundReadBytesPerSec, st.Limits.BackgroundWriteBytesPerSec)
-	b := st.Blob
-	mean := 0.0
-	if b.Fsyncs > 0 {
-		mean = float64(b.FsyncNanos) / float64(b.Fsyncs) / 1e6
-	}
-	fmt.Fprintf(w, "fsyncs: %d (mean %.2f ms, max %.2f ms), group commits %d\n", b.Fsyncs, mean, float64(b.FsyncMaxNanos)/1e6, b.GroupCommits)
+	return adminCommand{}, nil, false
 }
 
-func pct(part, whole int64) float64 {
-	if whole == 0 {
-		return 0
+func isSubcommand(first, second string) bool {
+	for _, c := range adminCommands() {
+		if c.name == first+" "+second {
+			return true
+		}
 	}
-	return 100 * float64(part) / float64(whole)
+	return false
 }
 
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "never"
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
 	}
-	return t.Format(time.RFC3339)
+	return false
+}
+
+// client resolves the connection: flags, then B3_ADMIN_URL /
+// B3_ADMIN_TOKEN / B3_ADMIN_CA_CERT, then the config file; a token may
+// last come from <data>/admin-token.
+func (f *adminFlags) client() (*admin.Client, error) {
+	path, explicit := f.config, f.config != ""
+	if !explicit {
+		if v := os.Getenv("B3_ADMIN_CONFIG"); v != "" {
+			path, explicit = v, true
+		} else {
+			path = adminConfigPath()
+		}
+	}
+	var file adminConfig
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := yaml.Unmarshal(data, &file); err != nil {
+			return nil, fmt.Errorf("config file %s: %w", path, err)
+		}
+	case explicit || !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	pick := func(flagValue string, env []string, fileValue, def string) string {
+		if flagValue != "" {
+			return flagValue
+		}
+		for _, e := range env {
+			if v := os.Getenv(e); v != "" {
+				return v
+			}
+		}
+		if fileValue != "" {
+			return fileValue
+		}
+		return def
+	}
+	url := pick(f.url, []string{"B3_ADMIN_URL", "B3_ADMIN_ENDPOINT"}, file.URL, "http://127.0.0.1:9001")
+	token := pick(f.token, []string{"B3_ADMIN_TOKEN"}, file.Token, "")
+	caCert := pick(f.caCert, []string{"B3_ADMIN_CA_CERT"}, file.CACert, "")
+	if token == "" {
+		dataDir := pick(f.data, []string{"B3_DATA"}, "", "data")
+		b, err := os.ReadFile(filepath.Join(dataDir, server.AdminTokenFile))
+		if err != nil {
+			return nil, fmt.Errorf("no admin token: give --token, B3_ADMIN_TOKEN or token: in %s (%v)", path, err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	hc := &http.Client{Timeout: 10 * time.Minute}
+	if caCert != "" {
+		pem, err := os.ReadFile(caCert)
+		if err != nil {
+			return nil, fmt.Errorf("CA certificate: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA certificate %s: no PEM certificate", caCert)
+		}
+		hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	}
+	return &admin.Client{Endpoint: url, Token: token, HTTP: hc, Actor: actorName()}, nil
+}
+
+// actorName is user@host, sent for the server's audit log.
+func actorName() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return name + "@" + host
+}
+
+func adminVacuumStart(a *adminCall) (any, func(io.Writer), error) {
+	var threshold float64
+	if a.arg(0) != "" {
+		var err error
+		if threshold, err = strconv.ParseFloat(a.arg(0), 64); err != nil {
+			return nil, nil, usageError{fmt.Sprintf("threshold %q: %v", a.arg(0), err)}
+		}
+	}
+	if err := a.c.VacuumStart(a.ctx, threshold); err != nil {
+		return nil, nil, err
+	}
+	res := vacuumStarted{Status: "started", Threshold: threshold}
+	return res, func(w io.Writer) { fmt.Fprintln(w, "vacuum pass started") }, nil
+}
+
+func adminVacuumAuto(a *adminCall) (any, func(io.Writer), error) {
+	d, err := time.ParseDuration(a.arg(0))
+	if err != nil || d <= 0 {
+		return nil, nil, usageError{fmt.Sprintf("interval %q: want a positive duration such as 5m", a.arg(0))}
+	}
+	st, err := a.c.VacuumAuto(a.ctx, d)
+	return vacuumView(st), printVacuum(vacuumView(st)), err
+}
+
+func adminLimitsSet(a *adminCall) (any, func(io.Writer), error) {
+	l, err := a.c.Limits(a.ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, kv := range a.args {
+		name, value, _ := strings.Cut(kv, "=")
+		n, err := server.ParseBytes(value)
+		if err != nil {
+			return nil, nil, usageError{fmt.Sprintf("%s: %v", kv, err)}
+		}
+		switch name {
+		case "read":
+			l.ReadBytesPerSec = n
+		case "write":
+			l.WriteBytesPerSec = n
+		case "background-read":
+			l.BackgroundReadBytesPerSec = n
+		case "background-write":
+			l.BackgroundWriteBytesPerSec = n
+		default:
+			return nil, nil, usageError{fmt.Sprintf("unknown limit %q (read, write, background-read, background-write)", name)}
+		}
+	}
+	l, err = a.c.SetLimits(a.ctx, l)
+	doc := admin.LimitsDocOf(l)
+	return doc, printLimits(doc), err
 }

@@ -4,7 +4,9 @@
 //	b3 node     cluster member: a replica group on Raft (docs/CLUSTER.md)
 //	b3 bench    load generator for any S3 endpoint
 //	b3 mount    a bucket as a FUSE file system (docs/MOUNT.md)
-//	b3 admin    stats, users, vacuum, limits, cache of a running server
+//	b3 admin    stats, users, buckets, vacuum, limits, settings of a running server
+//	b3 healthcheck  exit 0 if a server is ready (container HEALTHCHECK)
+//	b3 version  build version, VCS revision, Go version
 //
 // main does flag parsing and wiring only; everything else lives under
 // internal/.
@@ -23,16 +25,15 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"admin", "operate a running server: stats, users, vacuum, limits, cache", runAdmin},
+		{"admin", "operate a running server: stats, users, buckets, vacuum, limits, settings", runAdmin},
 		{"bench", "load generator: peak, mixed, disk, kv, compare", runBench},
+		{"healthcheck", "exit 0 if the server at --url is ready (for a container HEALTHCHECK)", runHealthcheck},
 		{"mount", "a bucket as a file system (FUSE), for sequential writers and readers", runMount},
 		{"node", "cluster member: S3 API + storage, replicated with Raft", runNode},
 		{"server", "S3 API on local disks", runServer},
-		{"version", "print the version", func([]string, io.Writer, io.Writer) int { fmt.Println(version); return 0 }},
+		{"version", "print the build: version, VCS revision, Go version", runVersion},
 	}
 }
-
-var version = "dev"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -57,6 +58,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: b3 <command> [flags]\n\ncommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 }

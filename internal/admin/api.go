@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Context bounds passes started on demand (vacuum, lifecycle).
 	Context context.Context
+	// Overrides, if set, keeps runtime changes (limits, vacuum auto/stop)
+	// over restarts; Configured are the values they override.
+	Overrides  OverrideStore
+	Configured Configured
 }
 
 // Server is the admin HTTP handler.
@@ -59,6 +64,8 @@ type Server struct {
 	mux     *http.ServeMux
 	started time.Time
 	closing atomic.Bool
+
+	overridesMu sync.Mutex // serializes read-modify-write of the overrides
 }
 
 // New returns the admin handler.
@@ -115,6 +122,11 @@ func New(cfg Config) (*Server, error) {
 	api("POST /admin/v1/vacuum/auto", s.vacuumAuto)
 	api("GET /admin/v1/limits", s.getLimits)
 	api("PUT /admin/v1/limits", s.setLimits)
+	api("GET /admin/v1/buckets", s.listBuckets)
+	api("PUT /admin/v1/buckets/{bucket}/owner", s.setBucketOwner)
+	api("DELETE /admin/v1/buckets/{bucket}", s.deleteBucket)
+	api("GET /admin/v1/settings", s.getSettings)
+	api("DELETE /admin/v1/settings/overrides", s.resetSettings)
 	api("GET /admin/v1/cache", s.cacheStats)
 	api("POST /admin/v1/lifecycle/run", s.lifecycleRun)
 	return s, nil
@@ -244,22 +256,67 @@ func (s *Server) addUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.audit(r, "user.add", "name", u.Name, "access_key", u.AccessKey)
 	WriteJSON(w, http.StatusCreated, u)
 	return nil
 }
 
+// removeUser removes an access key. A user owning buckets is removed
+// only with ?new_owner=<access key> (the buckets are handed over) or
+// ?force=1 (they stay, reachable by the root user, until reassigned).
 func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Users == nil {
 		return &httpError{http.StatusNotImplemented, "user management is not enabled"}
 	}
-	err := s.cfg.Users.Remove(r.PathValue("accessKey"))
+	key := r.PathValue("accessKey")
+	newOwner, force := r.URL.Query().Get("new_owner"), r.URL.Query().Get("force") == "1"
+	names := s.userNames()
+	removable := false
+	for _, u := range s.cfg.Users.List() {
+		removable = removable || (u.AccessKey == key && u.Managed)
+	}
+	if !removable { // unknown, or root / B3_USERS (configured, not managed)
+		return &httpError{http.StatusNotFound, ErrNoSuchUser.Error()}
+	}
+	if newOwner != "" {
+		if _, ok := names[newOwner]; !ok || newOwner == key {
+			return badRequest("new owner %q: no such access key, or the one being removed", newOwner)
+		}
+	}
+	owned, err := s.bucketsOf(key)
+	if err != nil {
+		return err
+	}
+	if len(owned) > 0 && newOwner == "" && !force {
+		return &httpError{http.StatusConflict, fmt.Sprintf("user %s owns %d bucket(s) (%s): give a new owner (--new-owner) or --force to leave them to the root user",
+			key, len(owned), strings.Join(owned, ", "))}
+	}
+	res := UserRemoved{AccessKey: key, NewOwner: newOwner, BucketsReassigned: []string{}, BucketsOrphaned: []string{}}
+	if newOwner != "" {
+		if res.BucketsReassigned, err = s.chownAll(key, newOwner); err != nil {
+			return err
+		}
+	}
+	err = s.cfg.Users.Remove(key)
 	if errors.Is(err, ErrNoSuchUser) {
 		return &httpError{http.StatusNotFound, err.Error()}
 	}
 	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	if newOwner != "" {
+		// Buckets the user created while the first pass ran.
+		late, err := s.chownAll(key, newOwner)
+		if err != nil {
+			return err
+		}
+		res.BucketsReassigned = append(res.BucketsReassigned, late...)
+	} else if res.BucketsOrphaned, err = s.bucketsOf(key); err != nil {
+		return err
+	}
+	s.audit(r, "user.remove", "access_key", key, "new_owner", newOwner, "force", force,
+		"buckets_reassigned", len(res.BucketsReassigned), "buckets_orphaned", len(res.BucketsOrphaned))
+	WriteJSON(w, http.StatusOK, res)
 	return nil
 }
 
@@ -300,12 +357,17 @@ func (s *Server) vacuumStart(w http.ResponseWriter, r *http.Request) error {
 	if err := s.StartVacuumPass(req.Threshold); err != nil {
 		return &httpError{http.StatusConflict, err.Error()}
 	}
+	s.audit(r, "vacuum.start", "threshold", req.Threshold)
 	WriteJSON(w, http.StatusAccepted, map[string]string{"status": "started"})
 	return nil
 }
 
-func (s *Server) vacuumStop(w http.ResponseWriter, _ *http.Request) error {
+func (s *Server) vacuumStop(w http.ResponseWriter, r *http.Request) error {
+	if err := s.saveOverride(func(o *Overrides) { off := "0s"; o.VacuumInterval = &off }); err != nil {
+		return err
+	}
 	s.cfg.Store.StopVacuum()
+	s.audit(r, "vacuum.stop")
 	WriteJSON(w, http.StatusOK, s.cfg.Store.VacuumStatus())
 	return nil
 }
@@ -319,8 +381,12 @@ func (s *Server) vacuumAuto(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || interval <= 0 {
 		return badRequest("interval %q: want a positive duration such as 5m", req.Interval)
 	}
+	if err := s.saveOverride(func(o *Overrides) { v := interval.String(); o.VacuumInterval = &v }); err != nil {
+		return err
+	}
 	s.cfg.Store.StopVacuum()
 	s.cfg.Store.StartVacuum(interval)
+	s.audit(r, "vacuum.auto", "interval", interval.String())
 	WriteJSON(w, http.StatusOK, s.cfg.Store.VacuumStatus())
 	return nil
 }
@@ -341,8 +407,12 @@ func (s *Server) setLimits(w http.ResponseWriter, r *http.Request) error {
 	if err := l.Validate(); err != nil {
 		return badRequest("%v", err)
 	}
+	if err := s.saveOverride(func(o *Overrides) { d := LimitsDocOf(l); o.Limits = &d }); err != nil {
+		return err
+	}
 	s.cfg.Limiter.SetLimits(l)
-	s.cfg.Logger.Info("I/O limits changed", "limits", fmt.Sprintf("%+v", l))
+	s.audit(r, "limits.set", "read", l.ReadBytesPerSec, "write", l.WriteBytesPerSec,
+		"background_read", l.BackgroundReadBytesPerSec, "background_write", l.BackgroundWriteBytesPerSec)
 	WriteJSON(w, http.StatusOK, s.cfg.Limiter.Limits())
 	return nil
 }
@@ -357,6 +427,7 @@ func (s *Server) lifecycleRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.audit(r, "lifecycle.run", "expired", res.Expired, "aborted", res.Aborted)
 	WriteJSON(w, http.StatusOK, res)
 	return nil
 }

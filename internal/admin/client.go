@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ type Client struct {
 	Endpoint string // e.g. http://127.0.0.1:9001
 	Token    string
 	HTTP     *http.Client // default: 30s timeout
+	Actor    string       // sent as ActorHeader for the audit log
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
@@ -36,6 +38,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if c.Actor != "" {
+		req.Header.Set(ActorHeader, c.Actor)
+	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -89,9 +94,54 @@ func (c *Client) AddUser(ctx context.Context, name string) (User, error) {
 	return u, c.do(ctx, "POST", "/admin/v1/users", map[string]string{"name": name}, &u)
 }
 
-// RemoveUser deletes an access key added through the API.
+// RemoveUser deletes an access key added through the API that owns no
+// bucket.
 func (c *Client) RemoveUser(ctx context.Context, accessKey string) error {
-	return c.do(ctx, "DELETE", "/admin/v1/users/"+accessKey, nil, nil)
+	_, err := c.RemoveUserWith(ctx, accessKey, "", false)
+	return err
+}
+
+// RemoveUserWith deletes an access key; its buckets go to newOwner, or
+// with force stay where they are (reachable by the root user).
+func (c *Client) RemoveUserWith(ctx context.Context, accessKey, newOwner string, force bool) (UserRemoved, error) {
+	q := url.Values{}
+	if newOwner != "" {
+		q.Set("new_owner", newOwner)
+	}
+	if force {
+		q.Set("force", "1")
+	}
+	var res UserRemoved
+	return res, c.do(ctx, "DELETE", "/admin/v1/users/"+url.PathEscape(accessKey)+query(q), nil, &res)
+}
+
+// Buckets lists every bucket with its owner and usage.
+func (c *Client) Buckets(ctx context.Context) ([]Bucket, error) {
+	var bs []Bucket
+	return bs, c.do(ctx, "GET", "/admin/v1/buckets", nil, &bs)
+}
+
+// SetBucketOwner gives a bucket to another access key.
+func (c *Client) SetBucketOwner(ctx context.Context, bucket, owner string) (BucketOwnerChanged, error) {
+	var b BucketOwnerChanged
+	return b, c.do(ctx, "PUT", "/admin/v1/buckets/"+url.PathEscape(bucket)+"/owner", map[string]string{"owner": owner}, &b)
+}
+
+// DeleteBucket deletes a bucket; with force, its objects and uploads too.
+func (c *Client) DeleteBucket(ctx context.Context, bucket string, force bool) (BucketDeleted, error) {
+	q := url.Values{}
+	if force {
+		q.Set("force", "1")
+	}
+	var res BucketDeleted
+	return res, c.do(ctx, "DELETE", "/admin/v1/buckets/"+url.PathEscape(bucket)+query(q), nil, &res)
+}
+
+func query(q url.Values) string {
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
 }
 
 // VacuumStatus reports vacuum.
@@ -139,4 +189,17 @@ func (c *Client) Cache(ctx context.Context) (cache.Stats, error) {
 func (c *Client) LifecycleRun(ctx context.Context) (objstore.LifecycleResult, error) {
 	var res objstore.LifecycleResult
 	return res, c.do(ctx, "POST", "/admin/v1/lifecycle/run", nil, &res)
+}
+
+// Settings lists the runtime-changeable settings: value in force, the
+// configured one, and whether a runtime change overrides it.
+func (c *Client) Settings(ctx context.Context) ([]Setting, error) {
+	var rows []Setting
+	return rows, c.do(ctx, "GET", "/admin/v1/settings", nil, &rows)
+}
+
+// ResetSettings drops every runtime override.
+func (c *Client) ResetSettings(ctx context.Context) ([]Setting, error) {
+	var rows []Setting
+	return rows, c.do(ctx, "DELETE", "/admin/v1/settings/overrides", nil, &rows)
 }

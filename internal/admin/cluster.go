@@ -21,9 +21,9 @@ type ClusterMember struct {
 	ID             string `json:"id"`
 	ClusterAddress string `json:"cluster_address"`
 	Healthy        bool   `json:"healthy"` // answered within the status timeout
-	Error          string `json:"error,omitempty"`
-	State          string `json:"state,omitempty"` // Leader, Follower, Candidate
-	Term           uint64 `json:"term,omitempty"`
+	Error          string `json:"error"`
+	State          string `json:"state"` // Leader, Follower, Candidate; "" when down
+	Term           uint64 `json:"term"`
 	AppliedIndex   uint64 `json:"applied_index"`
 	LastLogIndex   uint64 `json:"last_log_index"`
 	// LagEntries is how many committed commands the member has still to

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/iolimit"
@@ -64,10 +65,15 @@ func (m *RequestMetrics) Observe(info s3api.RequestInfo) {
 }
 
 // StoreCollector reads the engine's counters at scrape time: disk I/O by
-// priority, fsyncs and group commits, segments, vacuum, lifecycle, cache.
+// priority, fsyncs and group commits, segments, vacuum, lifecycle, cache,
+// pebble, free space.
 type StoreCollector struct {
 	Store   *objstore.Store
 	Limiter *iolimit.Limiter
+	// Dirs are the directories whose file systems' free space
+	// b3_disk_free_bytes reports (the least); none: the free-space
+	// reserve's last measure, if it takes any.
+	Dirs []string
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -75,14 +81,12 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var (
-	dIOBytes       = desc("b3_disk_io_bytes_total", "Segment bytes granted by the I/O limiter, by direction and priority.", "direction", "priority")
-	dIOWaits       = desc("b3_disk_io_waits_total", "Limiter calls that had to wait, by direction and priority.", "direction", "priority")
-	dIOWaitSeconds = desc("b3_disk_io_wait_seconds_total", "Time spent waiting in the limiter, by direction and priority.", "direction", "priority")
-	dIOLimit       = desc("b3_disk_io_limit_bytes_per_second", "Configured I/O limits (0 = unlimited).", "direction", "class")
-	dFsyncs        = desc("b3_fsync_total", "Segment fsyncs.")
-	dFsyncSeconds  = desc("b3_fsync_seconds_total", "Total fsync latency (divide by b3_fsync_total for the mean).")
-	dFsyncMax      = desc("b3_fsync_max_seconds", "Longest fsync since start.")
-	dGroupBatch    = desc("b3_group_commit_batch_size", "Writers served per group-commit fsync.")
+	dIOBytes       = desc("b3_disk_io_bytes_total", "Segment file bytes read and written through the I/O limiter, by direction and priority (metadata I/O is pebble's: see b3_pebble_*).", "direction", "priority")
+	dIOWaits       = desc("b3_disk_io_waits_total", "Segment I/O calls that had to wait at the I/O limiter, by direction and priority.", "direction", "priority")
+	dIOWaitSeconds = desc("b3_disk_io_wait_seconds_total", "Time segment I/O spent waiting at the I/O limiter, by direction and priority.", "direction", "priority")
+	dIOLimit       = desc("b3_disk_io_limit_bytes_per_second", "Segment I/O limits in force, bytes per second (0 = unlimited).", "direction", "class")
+	dFsync         = desc("b3_segment_fsync_duration_seconds", "Latency of segment file fsyncs (group commits, seals, vacuum); metadata fsyncs are b3_pebble_wal_fsync_duration_seconds.")
+	dGroupBatch    = desc("b3_group_commit_batch_size", "Writers served per group-commit fsync of the segment log.")
 	dAppended      = desc("b3_segment_appended_bytes_total", "Record bytes appended to segments.")
 	dReadBytes     = desc("b3_segment_read_bytes_total", "Bytes read from segment files.")
 	dCorrupt       = desc("b3_segment_corrupt_records_total", "Records found corrupt.")
@@ -113,12 +117,21 @@ var (
 	dPaceWork      = desc("b3_background_pace_work_bytes_total", "Background work granted by the pacer (segment bytes read + written, plus metadata operations).")
 	dPaceWait      = desc("b3_background_pace_wait_seconds_total", "Time background jobs spent waiting for the pacer.")
 	dPaceThrottled = desc("b3_background_pace_throttled_seconds_total", "Time the background pace was below full speed.")
-	dFreeBytes     = desc("b3_disk_free_bytes", "Least free space over the data and metadata disks, as last measured for the free-space reserve (-1: no reserve set).")
+	dFreeBytes     = desc("b3_disk_free_bytes", "Free space available to b3 on the file system of its metadata or segments, whichever has less, measured at scrape time.")
+
+	dPebbleCompactions = desc("b3_pebble_compactions_total", "Compactions pebble (the metadata store) has run.")
+	dPebbleDebt        = desc("b3_pebble_compaction_debt_bytes", "Bytes pebble estimates it must compact to reach a stable shape.")
+	dPebbleReadAmp     = desc("b3_pebble_read_amplification", "Sorted runs a metadata read may consult (L0 sublevels plus non-empty levels).")
+	dPebbleFlushes     = desc("b3_pebble_flushes_total", "Memtable flushes of pebble.")
+	dPebbleWALBytes    = desc("b3_pebble_wal_written_bytes_total", "Bytes written to pebble's write-ahead log.")
+	dPebbleWALFsync    = desc("b3_pebble_wal_fsync_duration_seconds", "Latency of pebble's write-ahead log fsyncs (metadata commits).")
+	dPebbleDisk        = desc("b3_pebble_disk_usage_bytes", "Disk space of pebble's files (live and obsolete).")
 )
 
 // Describe implements prometheus.Collector.
 func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dIOBytes, dIOWaits, dIOWaitSeconds, dIOLimit, dFsyncs, dFsyncSeconds, dFsyncMax,
+	for _, d := range []*prometheus.Desc{dIOBytes, dIOWaits, dIOWaitSeconds, dIOLimit, dFsync,
+		dPebbleCompactions, dPebbleDebt, dPebbleReadAmp, dPebbleFlushes, dPebbleWALBytes, dPebbleWALFsync, dPebbleDisk,
 		dGroupBatch, dAppended, dReadBytes, dCorrupt, dMisdirected, dSegments, dSegBytes, dSegDead, dVacRunning, dVacRemoved,
 		dVacReclaimed, dVacCopied, dVacLast, dLcExpired, dLcAborted, dLcPasses, dLcReeval, dCacheHits, dCacheMisses,
 		dCacheEvict, dCacheInval, dCacheBytes, dCacheEntries, dFreeBytes,
@@ -152,9 +165,7 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(dIOLimit, float64(l.BackgroundWriteBytesPerSec), "write", "background")
 
 	bs := c.Store.Blob().Stats()
-	counter(dFsyncs, float64(bs.Fsyncs))
-	counter(dFsyncSeconds, float64(bs.FsyncNanos)/1e9)
-	gauge(dFsyncMax, float64(bs.FsyncMaxNanos)/1e9)
+	ch <- fsyncHistogram(bs)
 	ch <- groupBatchHistogram(bs)
 	counter(dAppended, float64(bs.BytesAppended))
 	counter(dReadBytes, float64(bs.BytesRead))
@@ -215,7 +226,72 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(dCacheInval, float64(cs.Invalidations))
 	gauge(dCacheBytes, float64(cs.Bytes))
 	gauge(dCacheEntries, float64(cs.Entries))
-	gauge(dFreeBytes, float64(c.Store.FreeBytes()))
+	if free, ok := c.freeBytes(); ok {
+		gauge(dFreeBytes, float64(free))
+	}
+	c.collectPebble(ch)
+}
+
+// freeBytes is the least free space over Dirs, or the reserve's measure.
+func (c *StoreCollector) freeBytes() (int64, bool) {
+	least, ok := int64(0), false
+	for _, dir := range c.Dirs {
+		if free, err := diskFree(dir); err == nil && (!ok || free < least) {
+			least, ok = free, true
+		}
+	}
+	if !ok {
+		if free := c.Store.FreeBytes(); free >= 0 {
+			return free, true
+		}
+	}
+	return least, ok
+}
+
+func (c *StoreCollector) collectPebble(ch chan<- prometheus.Metric) {
+	m := c.Store.Meta().Metrics()
+	ch <- prometheus.MustNewConstMetric(dPebbleCompactions, prometheus.CounterValue, float64(m.Compact.Count))
+	ch <- prometheus.MustNewConstMetric(dPebbleDebt, prometheus.GaugeValue, float64(m.Compact.EstimatedDebt))
+	ch <- prometheus.MustNewConstMetric(dPebbleReadAmp, prometheus.GaugeValue, float64(m.ReadAmp()))
+	ch <- prometheus.MustNewConstMetric(dPebbleFlushes, prometheus.CounterValue, float64(m.Flush.Count))
+	ch <- prometheus.MustNewConstMetric(dPebbleWALBytes, prometheus.CounterValue, float64(m.WAL.BytesWritten))
+	ch <- prometheus.MustNewConstMetric(dPebbleDisk, prometheus.GaugeValue, float64(m.DiskSpaceUsage()))
+	if h := m.LogWriter.FsyncLatency; h != nil {
+		var pm dto.Metric
+		if h.Write(&pm) == nil && pm.Histogram != nil {
+			ch <- rebucket(dPebbleWALFsync, pm.Histogram)
+		}
+	}
+}
+
+// rebucket turns pebble's WAL fsync histogram (nanoseconds, a hundred
+// fine buckets) into one in seconds over blob.FsyncBounds, so that the
+// two fsync histograms compare bucket for bucket. A bound gets the count
+// of pebble's largest bucket at or below it.
+func rebucket(d *prometheus.Desc, h *dto.Histogram) prometheus.Metric {
+	buckets := map[float64]uint64{}
+	for _, bound := range blob.FsyncBounds {
+		var cum uint64
+		for _, b := range h.GetBucket() {
+			if b.GetUpperBound() <= float64(bound.Nanoseconds()) {
+				cum = b.GetCumulativeCount()
+			}
+		}
+		buckets[bound.Seconds()] = cum
+	}
+	return prometheus.MustNewConstHistogram(d, h.GetSampleCount(), h.GetSampleSum()/1e9, buckets)
+}
+
+// fsyncHistogram exports blob's segment fsync latency histogram.
+func fsyncHistogram(bs blob.Stats) prometheus.Metric {
+	buckets := map[float64]uint64{}
+	var cum uint64
+	for i, bound := range blob.FsyncBounds {
+		cum += uint64(bs.FsyncHist[i])
+		buckets[bound.Seconds()] = cum
+	}
+	total := cum + uint64(bs.FsyncHist[len(blob.FsyncBounds)]) // not bs.Fsyncs: read at another instant
+	return prometheus.MustNewConstHistogram(dFsync, total, float64(bs.FsyncNanos)/1e9, buckets)
 }
 
 // groupBatchHistogram turns blob's power-of-two batch counts into a

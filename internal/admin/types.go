@@ -36,6 +36,7 @@ type User struct {
 	AccessKey string `json:"access_key"`
 	Secret    string `json:"secret_key,omitempty"`
 	Managed   bool   `json:"managed"` // added through the admin API (removable)
+	Admin     bool   `json:"admin"`   // the root user: full access to every bucket
 	// CanonicalID is the id S3 listings and ACLs show for the user.
 	CanonicalID string `json:"canonical_id,omitempty"`
 }

@@ -9,6 +9,12 @@ import (
 // BatchBuckets is the number of buckets of Stats.GroupBatchHist.
 const BatchBuckets = 8
 
+// FsyncBounds are the upper bounds of Stats.FsyncHist's buckets; its last
+// bucket counts the fsyncs slower than all of them.
+var FsyncBounds = [...]time.Duration{100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond,
+	50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second}
+
 // Stats are cumulative counters since Open.
 type Stats struct {
 	BytesAppended   int64 // record bytes (headers included) copied into segments
@@ -17,9 +23,12 @@ type Stats struct {
 	RecordsCopied   int64 // of which by CopyRecords
 	BytesRead       int64 // bytes read from segment files (readers, scans, copies)
 
-	Fsyncs          int64 // segment fsyncs of any origin
-	FsyncNanos      int64 // their total latency
-	FsyncMaxNanos   int64
+	Fsyncs        int64 // segment fsyncs of any origin
+	FsyncNanos    int64 // their total latency
+	FsyncMaxNanos int64
+	// FsyncHist counts fsyncs by latency: [i] those at most FsyncBounds[i]
+	// (and above the bound before), the last those slower than every bound.
+	FsyncHist       [len(FsyncBounds) + 1]int64
 	GroupCommits    int64 // fsyncs issued by the group-commit syncer
 	GroupWaiters    int64 // appenders they served; GroupWaiters/GroupCommits = mean batch
 	GroupMaxWaiters int64
@@ -42,6 +51,7 @@ type counters struct {
 	fsyncs, fsyncNanos, fsyncMaxNanos                                   atomic.Int64
 	groupCommits, groupWaiters, groupMaxWaiters                         atomic.Int64
 	groupBatchHist                                                      [BatchBuckets]atomic.Int64
+	fsyncHist                                                           [len(FsyncBounds) + 1]atomic.Int64
 	corrupt, misdirected, segmentsCreated, segmentsRemoved, checkpoints atomic.Int64
 }
 
@@ -58,6 +68,11 @@ func (c *counters) fsync(d time.Duration) {
 	c.fsyncs.Add(1)
 	c.fsyncNanos.Add(int64(d))
 	storeMax(&c.fsyncMaxNanos, int64(d))
+	b := 0
+	for b < len(FsyncBounds) && d > FsyncBounds[b] {
+		b++
+	}
+	c.fsyncHist[b].Add(1)
 }
 
 func (c *counters) groupCommit(waiters int) {
@@ -94,6 +109,9 @@ func (s *Store) Stats() Stats {
 	}
 	for i := range st.GroupBatchHist {
 		st.GroupBatchHist[i] = c.groupBatchHist[i].Load()
+	}
+	for i := range st.FsyncHist {
+		st.FsyncHist[i] = c.fsyncHist[i].Load()
 	}
 	return st
 }

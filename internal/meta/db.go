@@ -301,3 +301,7 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 	l.log.Error(msg, "fatal", true)
 	panic("meta: pebble fatal: " + msg)
 }
+
+// Metrics returns pebble's own metrics (compactions, WAL, read
+// amplification) for export.
+func (db *DB) Metrics() *pebble.Metrics { return db.pdb.Metrics() }

@@ -16,6 +16,9 @@ func (s *Server) authenticate(rq *request) error {
 		return err
 	}
 	rq.accessKey = res.AccessKey
+	if u, ok := s.users.Lookup(res.AccessKey); ok && res.AccessKey != "" {
+		rq.admin = u.Admin
+	}
 	rq.body = res.Body
 	rq.contentLength = res.ContentLength
 	return nil
@@ -25,7 +28,9 @@ func (s *Server) authenticate(rq *request) error {
 // the access key that created them; others get AccessDenied unless the
 // bucket's canned ACL opens it (public-read: reads; public-read-write:
 // reads and object writes). Bucket configuration is the owner's alone.
-// A missing bucket is NoSuchBucket for everyone, as on AWS.
+// An administrator (the root user) may do everything on every bucket; no
+// bucket setting can take that away. A missing bucket is NoSuchBucket for
+// everyone, as on AWS.
 func (s *Server) authorize(rq *request) error {
 	if rq.op.perm == permUser {
 		if rq.accessKey == "" {
@@ -39,6 +44,9 @@ func (s *Server) authorize(rq *request) error {
 	}
 	rq.bucketRec = b
 	s.addCORSHeaders(rq, b)
+	if rq.admin {
+		return nil
+	}
 	if !allowed(b, rq.accessKey, rq.op.perm) {
 		return errAccessDenied
 	}
@@ -88,9 +96,9 @@ func (s *Server) owner(accessKey string) *xmlOwner {
 }
 
 // mayAccessACP reports whether the caller may read or change an object's
-// ACL (READ_ACP, WRITE_ACP): the bucket's owner and the object's. b3's
+// ACL (READ_ACP, WRITE_ACP): an administrator, the bucket's owner and the object's. b3's
 // canned ACLs grant these to no one else; a public-read bucket lets
 // anyone read its objects, not their ACLs.
 func mayAccessACP(rq *request, obj *meta.Object) bool {
-	return rq.accessKey != "" && (rq.accessKey == rq.bucketRec.Owner || rq.accessKey == obj.Owner)
+	return rq.admin || rq.accessKey != "" && (rq.accessKey == rq.bucketRec.Owner || rq.accessKey == obj.Owner)
 }

@@ -37,7 +37,8 @@ type xmlBucket struct {
 	BucketRegion string `xml:",omitempty"`
 }
 
-// listBuckets lists the caller's buckets.
+// listBuckets lists the caller's buckets; an administrator's list holds
+// every bucket.
 func (s *Server) listBuckets(rq *request) error {
 	all, err := s.store.ListBuckets()
 	if err != nil {
@@ -46,7 +47,7 @@ func (s *Server) listBuckets(rq *request) error {
 	prefix := rq.query.Get("prefix")
 	res := listAllMyBucketsResult{Xmlns: s3Namespace, Owner: s.owner(rq.accessKey), Buckets: []xmlBucket{}}
 	for _, b := range all {
-		if b.Owner != rq.accessKey || !strings.HasPrefix(b.Name, prefix) {
+		if (b.Owner != rq.accessKey && !rq.admin) || !strings.HasPrefix(b.Name, prefix) {
 			continue
 		}
 		res.Buckets = append(res.Buckets, xmlBucket{Name: b.Name, CreationDate: isoTime(b.Created), BucketRegion: b.Region})

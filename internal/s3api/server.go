@@ -24,8 +24,11 @@ import (
 )
 
 // User is one principal: an access key, its secret and a display name.
+// An Admin (b3's root user) may do anything to every bucket, as the
+// owner may.
 type User struct {
 	Name, AccessKey, SecretKey string
+	Admin                      bool
 }
 
 // Config configures a Server.
@@ -116,6 +119,7 @@ type request struct {
 
 	// Set by authentication.
 	accessKey     string // "" when anonymous
+	admin         bool   // the caller is an administrator (User.Admin)
 	body          s3auth.Body
 	contentLength int64 // decoded payload length, -1 if unknown
 

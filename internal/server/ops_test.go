@@ -169,7 +169,7 @@ func TestAdminEndToEnd(t *testing.T) {
 	if err != nil || len(users) != 2 {
 		t.Fatalf("users: %+v %v", users, err)
 	}
-	if err := n.admin.RemoveUser(ctx, u.AccessKey); err != nil {
+	if _, err := n.admin.RemoveUserWith(ctx, u.AccessKey, "", true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := alice.ListBuckets(ctx, &s3.ListBucketsInput{}); err == nil {
@@ -228,7 +228,7 @@ func TestAdminEndToEnd(t *testing.T) {
 	if got := sample(after, "b3_cache_hits_total", nil); got != 1 {
 		t.Fatalf("cache hits: %v", got)
 	}
-	for _, name := range []string{"b3_fsync_total", "b3_group_commit_batch_size", "b3_vacuum_running", "b3_lifecycle_passes_total", "b3_segment_bytes", "go_goroutines"} {
+	for _, name := range []string{"b3_segment_fsync_duration_seconds", "b3_pebble_compactions_total", "b3_pebble_wal_fsync_duration_seconds", "b3_build_info", "b3_group_commit_batch_size", "b3_vacuum_running", "b3_lifecycle_passes_total", "b3_segment_bytes", "go_goroutines"} {
 		if _, ok := after[name]; !ok {
 			t.Errorf("metric %s missing", name)
 		}

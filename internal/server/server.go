@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -21,6 +20,7 @@ import (
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/s3api"
+	"github.com/b3-storage/b3/internal/tlsreload"
 	"github.com/b3-storage/b3/internal/vfs"
 )
 
@@ -77,26 +77,32 @@ type Config struct {
 	// disks: uploads that would cut into it get 507 InsufficientStorage.
 	MinFreeBytes int64
 
+	// TLSCert and TLSKey, both set, make the S3 listener HTTPS;
+	// AdminTLSCert and AdminTLSKey the admin listener. The files are
+	// read again on SIGHUP and when they change (checked every
+	// TLSCheckInterval, default 30s), without dropping connections.
+	TLSCert, TLSKey           string
+	AdminTLSCert, AdminTLSKey string
+	TLSCheckInterval          time.Duration
+	// DrainDelay is how long, after the stop signal, /health/ready fails
+	// while requests are still served, before the listener closes.
+	DrainDelay time.Duration
+	// LogJSON prints the banner as a JSON log line.
+	LogJSON bool
+	// BucketMetrics is how many buckets (the largest) get per-bucket
+	// object and byte gauges (0: none); BucketMetricsInterval how often
+	// they are counted (a metadata scan; default 5m).
+	BucketMetrics         int
+	BucketMetricsInterval time.Duration
+
 	// Ready, if set, is called with the bound address once the server
 	// accepts connections (tests listen on port 0); AdminReady likewise
 	// with the admin listener's.
 	Ready, AdminReady func(addr string)
 }
 
-// ShutdownTimeout bounds the graceful shutdown: requests still running
-// after it are cut.
-const ShutdownTimeout = 30 * time.Second
-
-// Run serves until ctx is done, then shuts down gracefully and closes the
-// store. The banner (endpoint, credentials, an example) goes to out.
-//
-// Shutdown, in order: readiness turns false; the listener closes and
-// requests in flight finish (up to ShutdownTimeout); background passes
-// stop; the store closes, which syncs segments and metadata. A request
-// acknowledged before that is durable (it was synced before its answer).
-//
-// SIGUSR1 starts a vacuum pass.
-func Run(ctx context.Context, cfg Config, out io.Writer) error {
+// defaults fills the zero values that have one.
+func (cfg *Config) defaults() {
 	if cfg.Address == "" {
 		cfg.Address = "127.0.0.1:9000"
 	}
@@ -112,7 +118,38 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if cfg.LifecycleInterval <= 0 {
 		cfg.LifecycleInterval = time.Hour
 	}
-	if err := cfg.Limits.Validate(); err != nil {
+	if cfg.TLSCheckInterval <= 0 {
+		cfg.TLSCheckInterval = 30 * time.Second
+	}
+	if cfg.BucketMetricsInterval <= 0 {
+		cfg.BucketMetricsInterval = 5 * time.Minute
+	}
+}
+
+// ShutdownTimeout bounds the graceful shutdown: requests still running
+// after it are cut.
+const ShutdownTimeout = 30 * time.Second
+
+// Run serves until ctx is done, then shuts down gracefully and closes the
+// store. The banner (endpoint, credentials, an example) goes to out.
+//
+// Start, in order: the data directory is locked (a second server on it
+// fails naming the first one's pid); TLS key pairs are loaded; the
+// listeners are bound; the store opens; only then are credentials and the
+// admin token generated (on a first start), so a start that fails leaves
+// none behind.
+//
+// Shutdown, in order: readiness turns false and stays so for DrainDelay
+// while requests are still served (load balancers see it and move
+// clients away first); the listener closes and requests in flight finish
+// (up to ShutdownTimeout); background passes stop; the store closes,
+// which syncs segments and metadata. A request acknowledged before that
+// is durable (it was synced before its answer).
+//
+// SIGUSR1 starts a vacuum pass; SIGHUP reloads the TLS key pairs.
+func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	defMeta, defData := objstore.DefaultDirs(cfg.Root)
@@ -133,14 +170,31 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 				"dir", dir, "mode", st.Mode().Perm())
 		}
 	}
-
-	root, created, err := rootUser(cfg)
+	unlock, err := lockDataDir(cfg.Root)
 	if err != nil {
 		return err
 	}
-	users, err := openUserStore(cfg.Root, append([]s3api.User{root}, cfg.Users...))
+	defer unlock()
+
+	// Every listener is bound before anything is generated or opened.
+	lns, err := listen(cfg)
 	if err != nil {
 		return err
+	}
+	defer lns.close()
+
+	overrides, err := openOverrides(cfg.Root)
+	if err != nil {
+		return err
+	}
+	configured := admin.Configured{Limits: cfg.Limits, VacuumInterval: cfg.VacuumInterval}
+	applied, err := overrides.apply(&cfg)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		cfg.Logger.Info("runtime settings changed through the admin API override the configuration (b3 admin settings)",
+			"overridden", applied, "file", filepath.Join(cfg.Root, OverridesFile))
 	}
 
 	pacer := iolimit.NewPacer(cfg.Pace)
@@ -157,17 +211,36 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Closed last: every path below that returns goes through closeStore.
-	closeStore := func(err error) error {
+	// Closed last: every path below that returns closes the store.
+	defer func() {
 		if cerr := store.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close store: %w", cerr)
 		}
+	}()
+
+	root, created, err := rootUser(cfg)
+	if err != nil {
 		return err
+	}
+	root.Admin = true // MinIO's root: every bucket, whoever owns it
+	users, err := openUserStore(cfg.Root, append([]s3api.User{root}, cfg.Users...))
+	if err != nil {
+		return err
+	}
+	adminToken := cfg.AdminToken
+	if adminToken == "" {
+		if adminToken, err = LoadOrCreateAdminToken(cfg.Root); err != nil {
+			return err
+		}
 	}
 
 	registry := admin.NewRegistry()
 	requests := admin.NewRequestMetrics(registry)
-	registry.MustRegister(&admin.StoreCollector{Store: store, Limiter: limiter})
+	registry.MustRegister(&admin.StoreCollector{Store: store, Limiter: limiter, Dirs: []string{cfg.MetaDir, cfg.DataDir}})
+	admin.RegisterBuildInfo(registry)
+	if cfg.BucketMetrics > 0 {
+		registry.MustRegister(admin.NewBucketCollector(store, cfg.BucketMetrics, cfg.BucketMetricsInterval))
+	}
 	observe := requests.Observe
 	if cfg.AccessLog {
 		observe = func(info s3api.RequestInfo) {
@@ -183,32 +256,18 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	var ready atomic.Bool
 	passCtx, cancelPasses := context.WithCancel(context.Background())
 	defer cancelPasses()
-	adminToken := cfg.AdminToken
-	if adminToken == "" {
-		if adminToken, err = LoadOrCreateAdminToken(cfg.Root); err != nil {
-			return closeStore(err)
-		}
-	}
 	adminAPI, err := admin.New(admin.Config{Store: store, Limiter: limiter, Users: users, Token: adminToken,
-		Registry: registry, Ready: ready.Load, Logger: cfg.Logger, Context: passCtx})
+		Registry: registry, Ready: ready.Load, Logger: cfg.Logger, Context: passCtx,
+		Overrides: overrides, Configured: configured})
 	if err != nil {
-		return closeStore(err)
+		return err
 	}
 
-	ln, err := net.Listen("tcp", cfg.Address)
-	if err != nil {
-		return closeStore(fmt.Errorf("listen on %s: %w", cfg.Address, err))
-	}
 	srv := newHTTPServer(pacer.Handler(api), cfg.Logger)
 	var adminSrv *http.Server
-	var adminLn net.Listener
-	if cfg.AdminAddress != "" {
-		if adminLn, err = net.Listen("tcp", cfg.AdminAddress); err != nil {
-			ln.Close()
-			return closeStore(fmt.Errorf("admin listener on %s: %w", cfg.AdminAddress, err))
-		}
+	if lns.admin != nil {
 		adminSrv = newHTTPServer(adminAPI, cfg.Logger)
-		go func() { _ = adminSrv.Serve(adminLn) }()
+		go func() { _ = adminSrv.Serve(lns.admin) }()
 	}
 
 	pacerDone := make(chan struct{})
@@ -220,50 +279,45 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		store.StartVacuum(cfg.VacuumInterval)
 	}
 	store.StartLifecycle(cfg.LifecycleInterval, cfg.LifecycleRate)
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
-	go func() {
-		for {
-			select {
-			case <-passCtx.Done():
-				return
-			case <-usr1:
-				cfg.Logger.Info("SIGUSR1: starting a vacuum pass")
-				if err := adminAPI.StartVacuumPass(0); err != nil {
-					cfg.Logger.Info("SIGUSR1: vacuum not started", "err", err)
-				}
-			}
-		}
-	}()
+	handleSignals(passCtx, cfg, adminAPI, lns.certs())
 
-	printBanner(out, cfg, ln.Addr().String(), root, created)
-	if adminLn != nil {
-		fmt.Fprintf(out, "  admin: http://%s (token in %s; /metrics, /health/ready)\n", adminLn.Addr(), tokenWhere(cfg))
+	s3URL := lns.url(lns.s3, lns.s3Cert)
+	adminURL := ""
+	if lns.admin != nil {
+		adminURL = lns.url(lns.admin, lns.adminCert)
 	}
+	printBanner(out, cfg, s3URL, adminURL, root, created)
 	ready.Store(true)
 	if cfg.Ready != nil {
-		cfg.Ready(ln.Addr().String())
+		cfg.Ready(lns.s3.Addr().String())
 	}
-	if cfg.AdminReady != nil && adminLn != nil {
-		cfg.AdminReady(adminLn.Addr().String())
+	if cfg.AdminReady != nil && lns.admin != nil {
+		cfg.AdminReady(lns.admin.Addr().String())
 	}
 
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(lns.s3) }()
 	select {
 	case err = <-served:
 	case <-ctx.Done():
 		ready.Store(false)
 		adminAPI.SetClosing()
+		if cfg.DrainDelay > 0 {
+			cfg.Logger.Info("draining: /health/ready fails, requests are still served", "drain_delay", cfg.DrainDelay)
+			select {
+			case <-time.After(cfg.DrainDelay):
+			case err = <-served:
+			}
+		}
 		cfg.Logger.Info("shutting down: waiting for requests in flight")
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
-		err = srv.Shutdown(shutdownCtx)
-		cancel()
-		if err != nil {
+		if serr := srv.Shutdown(shutdownCtx); serr != nil {
 			srv.Close()
 		}
-		<-served
+		cancel()
+		if err == nil {
+			err = <-served
+		}
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -273,11 +327,47 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if adminSrv != nil {
 		adminSrv.Close()
 	}
-	err = closeStore(err)
 	if err == nil {
-		cfg.Logger.Info("shut down cleanly")
+		defer cfg.Logger.Info("shut down cleanly")
 	}
 	return err
+}
+
+// handleSignals starts a vacuum pass on SIGUSR1 and reloads the TLS key
+// pairs on SIGHUP, and watches their files, until ctx ends.
+func handleSignals(ctx context.Context, cfg Config, adminAPI *admin.Server, certs []*tlsreload.Certificate) {
+	usr1 := make(chan os.Signal, 1)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	signal.Notify(hup, syscall.SIGHUP)
+	hups := make([]chan struct{}, len(certs))
+	for i, c := range certs {
+		hups[i] = make(chan struct{}, 1)
+		go c.Watch(ctx, cfg.TLSCheckInterval, hups[i])
+	}
+	go func() {
+		defer signal.Stop(usr1)
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-usr1:
+				cfg.Logger.Info("SIGUSR1: starting a vacuum pass")
+				if err := adminAPI.StartVacuumPass(0); err != nil {
+					cfg.Logger.Info("SIGUSR1: vacuum not started", "err", err)
+				}
+			case <-hup:
+				cfg.Logger.Info("SIGHUP: reloading TLS certificates", "count", len(certs))
+				for _, h := range hups {
+					select {
+					case h <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}
+	}()
 }
 
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
@@ -309,29 +399,47 @@ func rootUser(cfg Config) (s3api.User, bool, error) {
 	return LoadOrCreateCredentials(cfg.Root)
 }
 
-// printBanner prints where the server listens and how to reach it. The
-// root secret appears only on the start that generated it (the operator
-// must learn it once); a secret the operator supplied, or one kept from
-// an earlier start, is never printed: the banner ends up in journald and
-// container logs.
-func printBanner(out io.Writer, cfg Config, addr string, root s3api.User, created bool) {
-	endpoint := "http://" + addr
-	fmt.Fprintf(out, "b3 server: S3 API on %s (region %s)\n", endpoint, cfg.Region)
-	fmt.Fprintf(out, "  metadata: %s\n  segments: %s (fsync: %s)\n", abs(cfg.MetaDir), abs(cfg.DataDir), cfg.Sync)
+// printBanner prints where the server listens and how to reach it: text,
+// or with LogJSON one JSON log line. The root secret appears only on the
+// start that generated it (the operator must learn it once); a secret the
+// operator supplied, or one kept from an earlier start, is never printed:
+// the banner ends up in journald and container logs.
+func printBanner(out io.Writer, cfg Config, s3URL, adminURL string, root s3api.User, created bool) {
 	kept := filepath.Join(abs(cfg.Root), CredentialsFile)
-	secret := "<secret key>"
-	fmt.Fprintf(out, "  access key: %s\n", root.AccessKey)
+	secretNote, secret := "kept in "+kept+" (not shown)", "<secret key>"
 	switch {
 	case cfg.AccessKey != "":
-		fmt.Fprintf(out, "  secret key: as given in flags/environment/config (not shown)\n")
+		secretNote = "as given in flags/environment/config (not shown)"
 	case created:
 		secret = root.SecretKey
-		fmt.Fprintf(out, "  secret key: %s\n  (generated, kept in %s; shown on this first start only)\n", root.SecretKey, kept)
-	default:
-		fmt.Fprintf(out, "  secret key: kept in %s (not shown)\n", kept)
+		secretNote = "generated, kept in " + kept + "; shown on this first start only"
 	}
-	fmt.Fprintf(out, "try:\n  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=%s aws --endpoint-url %s s3 ls\n",
-		root.AccessKey, secret, cfg.Region, endpoint)
+	try := fmt.Sprintf("AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=%s aws --endpoint-url %s s3 ls",
+		root.AccessKey, secret, cfg.Region, s3URL)
+	if cfg.LogJSON {
+		attrs := []any{"s3_endpoint", s3URL, "region", cfg.Region, "metadata_dir", abs(cfg.MetaDir), "segments_dir", abs(cfg.DataDir),
+			"fsync", cfg.Sync.String(), "access_key", root.AccessKey, "secret_key_note", secretNote}
+		if created && cfg.AccessKey == "" {
+			attrs = append(attrs, "secret_key", root.SecretKey)
+		}
+		if adminURL != "" {
+			attrs = append(attrs, "admin_endpoint", adminURL, "admin_token", tokenWhere(cfg))
+		}
+		slog.New(slog.NewJSONHandler(out, nil)).Info("b3 server: S3 API on "+s3URL, append(attrs, "try", try)...)
+		return
+	}
+	fmt.Fprintf(out, "b3 server: S3 API on %s (region %s)\n", s3URL, cfg.Region)
+	fmt.Fprintf(out, "  metadata: %s\n  segments: %s (fsync: %s)\n", abs(cfg.MetaDir), abs(cfg.DataDir), cfg.Sync)
+	fmt.Fprintf(out, "  access key: %s\n", root.AccessKey)
+	if created && cfg.AccessKey == "" {
+		fmt.Fprintf(out, "  secret key: %s\n  (%s)\n", root.SecretKey, secretNote)
+	} else {
+		fmt.Fprintf(out, "  secret key: %s\n", secretNote)
+	}
+	if adminURL != "" {
+		fmt.Fprintf(out, "  admin: %s (token in %s; /metrics, /health/ready)\n", adminURL, tokenWhere(cfg))
+	}
+	fmt.Fprintf(out, "try:\n  %s\n", try)
 }
 
 func abs(p string) string {

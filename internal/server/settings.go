@@ -124,6 +124,18 @@ func Settings() []Setting {
 		{"access-log", "false", "log every S3 request (request id, operation, status, bytes, duration)", boolean(func(c *Config) *bool { return &c.AccessLog })},
 		{"admin-address", "127.0.0.1:9001", "admin API, /metrics, /health, pprof listen address (\"\" disables)", str(func(c *Config) *string { return &c.AdminAddress })},
 		{"admin-token", "", "admin bearer token (default: generated into <data>/admin-token)", str(func(c *Config) *string { return &c.AdminToken })},
+		{"tls-cert", "", "PEM certificate chain of the S3 listener: with --tls-key, S3 is served over HTTPS (reloaded on SIGHUP and when the file changes)", str(func(c *Config) *string { return &c.TLSCert })},
+		{"tls-key", "", "PEM private key of --tls-cert", str(func(c *Config) *string { return &c.TLSKey })},
+		{"admin-tls-cert", "", "PEM certificate chain of the admin listener (HTTPS with --admin-tls-key)", str(func(c *Config) *string { return &c.AdminTLSCert })},
+		{"admin-tls-key", "", "PEM private key of --admin-tls-cert", str(func(c *Config) *string { return &c.AdminTLSKey })},
+		{"tls-check-interval", "30s", "how often the TLS files are checked for a renewal (SIGHUP reloads at once)", dur(func(c *Config) *time.Duration { return &c.TLSCheckInterval })},
+		{"drain-delay", "5s", "on SIGTERM, how long /health/ready fails while requests are still served, before the listener closes (0 = none)", dur(func(c *Config) *time.Duration { return &c.DrainDelay })},
+		{"bucket-metrics", "100", "per-bucket object and byte gauges for the largest N buckets (0 = off)", func(c *Config, _ *Output, v string) error {
+			n, err := strconv.Atoi(v)
+			c.BucketMetrics = n
+			return err
+		}},
+		{"bucket-metrics-interval", "5m", "how often per-bucket gauges are counted (a scan of the metadata)", dur(func(c *Config) *time.Duration { return &c.BucketMetricsInterval })},
 		{"read-limit", "0", "disk read bytes/s, all priorities (0 = unlimited; units KiB, MiB, GiB, KB, MB, GB)", size(func(c *Config) *int64 { return &c.Limits.ReadBytesPerSec })},
 		{"write-limit", "0", "disk write bytes/s, all priorities (0 = unlimited)", size(func(c *Config) *int64 { return &c.Limits.WriteBytesPerSec })},
 		{"background-read-limit", "0", "disk read bytes/s of vacuum (0 = what clients leave)", size(func(c *Config) *int64 { return &c.Limits.BackgroundReadBytesPerSec })},
@@ -179,6 +191,7 @@ func LoadSettings(args []string, getenv func(string) (string, bool), usage io.Wr
 	for _, s := range settings {
 		values[s.Name] = s.Default
 	}
+	sources := map[string]string{}
 	configPath, _ := getenv("B3_CONFIG")
 	for i, a := range args {
 		switch {
@@ -203,6 +216,7 @@ func LoadSettings(args []string, getenv func(string) (string, bool), usage io.Wr
 			if _, known := values[k]; !known {
 				return Config{}, Output{}, fmt.Errorf("config file %s: unknown setting %q", configPath, k)
 			}
+			sources[k] = fmt.Sprintf("key %s in %s", k, configPath)
 			if seq, ok := v.([]any); ok {
 				items := make([]string, len(seq))
 				for i, item := range seq {
@@ -217,6 +231,7 @@ func LoadSettings(args []string, getenv func(string) (string, bool), usage io.Wr
 	for _, s := range settings {
 		if v, ok := getenv(s.Env()); ok {
 			values[s.Name] = v
+			sources[s.Name] = "environment variable " + s.Env()
 		}
 	}
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
@@ -238,13 +253,27 @@ func LoadSettings(args []string, getenv func(string) (string, bool), usage io.Wr
 	if fs.NArg() > 0 {
 		return Config{}, Output{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	fs.Visit(func(f *flag.Flag) { sources[f.Name] = "flag --" + f.Name })
+	bad := func(name string, err error) error {
+		src, ok := sources[name]
+		if !ok {
+			src = "the default"
+		}
+		return fmt.Errorf("setting %s=%q (from %s): %w", name, *ptrs[name], src, err)
+	}
 	var cfg Config
 	out := Output{LogFormat: "text"}
 	for _, s := range settings {
 		if err := s.apply(&cfg, &out, *ptrs[s.Name]); err != nil {
-			return Config{}, Output{}, fmt.Errorf("--%s=%q: %w", s.Name, *ptrs[s.Name], err)
+			return Config{}, Output{}, bad(s.Name, err)
 		}
 	}
+	for _, r := range settingRanges() {
+		if err := r.check(&cfg); err != nil {
+			return Config{}, Output{}, bad(r.name, err)
+		}
+	}
+	cfg.LogJSON = out.LogFormat == "json"
 	return cfg, out, nil
 }
 

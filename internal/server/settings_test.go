@@ -3,8 +3,11 @@ package server
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +130,85 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MetaDir != "/srv/ssd/b3/meta" || cfg.Limits.BackgroundWriteBytesPerSec != 40<<20 || out.LogFormat != "json" || cfg.CacheBytes != 256<<20 {
+	if cfg.Root != "/var/lib/b3" || cfg.Limits.BackgroundWriteBytesPerSec != 40<<20 || out.LogFormat != "json" || cfg.CacheBytes != 256<<20 {
 		t.Fatalf("example config read as %+v %+v", cfg, out)
+	}
+}
+
+// TestDeployAgrees: the systemd unit, the example YAML, the Dockerfile
+// and the docs tell the same story: the unit reads /etc/b3/b3.yaml, sets
+// no setting of its own that would override the file, may write every
+// directory the YAML names, and is rated low exposure by
+// `systemd-analyze security`; the image checks its health with b3
+// itself and builds without a local data root.
+func TestDeployAgrees(t *testing.T) {
+	read := func(path string) string {
+		data, err := os.ReadFile("../../" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	unit := map[string][]string{}
+	for _, line := range strings.Split(read("deploy/b3.service"), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			unit[k] = append(unit[k], v)
+		}
+	}
+	if !slices.Contains(unit["ExecStart"], "/usr/local/bin/b3 server --config /etc/b3/b3.yaml") {
+		t.Errorf("unit ExecStart %q does not read /etc/b3/b3.yaml", unit["ExecStart"])
+	}
+	for _, env := range unit["Environment"] {
+		if strings.Contains(env, "B3_") {
+			t.Errorf("unit sets %s, overriding /etc/b3/b3.yaml", env)
+		}
+	}
+	writable := []string{}
+	for _, d := range unit["StateDirectory"] {
+		writable = append(writable, "/var/lib/"+d)
+	}
+	for _, paths := range unit["ReadWritePaths"] {
+		writable = append(writable, strings.Fields(paths)...)
+	}
+	cfg, _, err := LoadSettings([]string{"--config", "../../deploy/b3.yaml"}, func(string) (string, bool) { return "", false }, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{cfg.Root, cfg.MetaDir, cfg.DataDir} {
+		ok := dir == ""
+		for _, w := range writable {
+			ok = ok || dir == w || strings.HasPrefix(dir, w+"/")
+		}
+		if !ok {
+			t.Errorf("deploy/b3.yaml names %s, which the unit cannot write (writable: %v)", dir, writable)
+		}
+	}
+	docs := read("docs/OPERATIONS.md")
+	for _, want := range []string{"/etc/b3/b3.yaml", "/var/lib/b3", "systemctl reload b3"} {
+		if !strings.Contains(docs, want) {
+			t.Errorf("docs/OPERATIONS.md does not mention %s", want)
+		}
+	}
+	if df := read("Dockerfile"); !strings.Contains(df, `HEALTHCHECK`) || !strings.Contains(df, `"/b3", "healthcheck"`) {
+		t.Error("Dockerfile lacks a HEALTHCHECK running b3 healthcheck")
+	}
+	ignored := strings.Fields(read(".dockerignore"))
+	for _, want := range []string{"data", ".git"} {
+		if !slices.Contains(ignored, want) {
+			t.Errorf(".dockerignore does not exclude %s", want)
+		}
+	}
+
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Fatal("systemd-analyze not found: install systemd (scripts/install-test-tools.sh)")
+	}
+	out, err := exec.Command(analyze, "security", "--offline=true", "../../deploy/b3.service").CombinedOutput()
+	m := regexp.MustCompile(`Overall exposure level for b3.service: ([0-9.]+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security: %v\n%s", err, out)
+	}
+	if level, _ := strconv.ParseFloat(string(m[1]), 64); level > 2.0 {
+		t.Fatalf("systemd-analyze security rates deploy/b3.service %.1f, want 2.0 or less:\n%s", level, out)
 	}
 }

@@ -76,7 +76,7 @@ func (st *userStore) List() []admin.User {
 	st.mu.Unlock()
 	var out []admin.User
 	for _, u := range st.dir.List() {
-		out = append(out, admin.User{Name: u.Name, AccessKey: u.AccessKey, Managed: managed[u.AccessKey],
+		out = append(out, admin.User{Name: u.Name, AccessKey: u.AccessKey, Managed: managed[u.AccessKey], Admin: u.Admin,
 			CanonicalID: s3api.CanonicalID(u.AccessKey)})
 	}
 	return out

@@ -2,6 +2,8 @@ package testutil
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"net/http"
@@ -31,10 +33,23 @@ func S3ClientTimeout(endpoint, accessKey, secretKey string, timeout time.Duratio
 // S3ClientDial is S3ClientTimeout with its own dial function (nil: the
 // default).
 func S3ClientDial(endpoint, accessKey, secretKey string, timeout time.Duration, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *s3.Client {
-	hc := awshttp.NewBuildableClient().WithTimeout(timeout)
-	if dial != nil {
-		hc = hc.WithTransportOptions(func(tr *http.Transport) { tr.DialContext = dial })
-	}
+	return s3ClientTransport(endpoint, accessKey, secretKey, timeout, func(tr *http.Transport) {
+		if dial != nil {
+			tr.DialContext = dial
+		}
+	})
+}
+
+// S3ClientCA is S3ClientTimeout for an https endpoint whose certificate
+// roots lies in roots (a CA made by NewCA).
+func S3ClientCA(endpoint, accessKey, secretKey string, timeout time.Duration, roots *x509.CertPool) *s3.Client {
+	return s3ClientTransport(endpoint, accessKey, secretKey, timeout, func(tr *http.Transport) {
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	})
+}
+
+func s3ClientTransport(endpoint, accessKey, secretKey string, timeout time.Duration, transport func(*http.Transport)) *s3.Client {
+	hc := awshttp.NewBuildableClient().WithTimeout(timeout).WithTransportOptions(transport)
 	cfg, err := config.LoadDefaultConfig(context.Background(),
 		config.WithRegion("us-east-1"),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(accessKey, secretKey, "")),

@@ -28,6 +28,11 @@ type ServerOptions struct {
 	SecretKey string // default "test/secret/key/000000000000000000000000"
 	// NoAdmin starts the server without an admin listener.
 	NoAdmin bool
+	// CA, if set, serves S3 over HTTPS with a certificate it issued
+	// (Server.TLSCert, TLSKey); the server's clients trust it.
+	CA *CA
+
+	tlsCert, tlsKey string // issued by StartServer
 }
 
 // Server is one `b3 server` process on loopback.
@@ -40,6 +45,8 @@ type Server struct {
 	AdminToken string
 	Proc       *Process // the current (or last) process
 	logs       []string // output of earlier processes
+	// TLSCert and TLSKey are the S3 listener's files with ServerOptions.CA.
+	TLSCert, TLSKey string
 }
 
 // StartServer starts `b3 server` on free loopback ports, waits until it
@@ -49,6 +56,11 @@ func StartServer(t testing.TB, opts ServerOptions) *Server {
 	t.Helper()
 	if opts.Data == "" {
 		opts.Data = filepath.Join(t.TempDir(), "data")
+	}
+	if opts.CA != nil {
+		dir := t.TempDir()
+		opts.tlsCert, opts.tlsKey = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+		opts.CA.Issue(t, opts.tlsCert, opts.tlsKey)
 	}
 	s, err := NewServer(opts)
 	if s != nil {
@@ -83,7 +95,10 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin, opts: opts, Data: opts.Data, AdminToken: "test-admin-token"}
+	if opts.CA != nil && opts.tlsCert == "" {
+		return nil, errors.New("testutil.NewServer: a CA needs StartServer")
+	}
+	s := &Server{bin: bin, opts: opts, Data: opts.Data, AdminToken: "test-admin-token", TLSCert: opts.tlsCert, TLSKey: opts.tlsKey}
 	if s.S3Addr, err = freeAddr(); err != nil {
 		return nil, err
 	}
@@ -96,13 +111,21 @@ func NewServer(opts ServerOptions) (*Server, error) {
 }
 
 // Endpoint is the S3 endpoint URL.
-func (s *Server) Endpoint() string { return "http://" + s.S3Addr }
+func (s *Server) Endpoint() string {
+	if s.opts.CA != nil {
+		return "https://" + s.S3Addr
+	}
+	return "http://" + s.S3Addr
+}
 
 // Keys returns the root user's credentials.
 func (s *Server) Keys() (accessKey, secretKey string) { return s.opts.AccessKey, s.opts.SecretKey }
 
 // Client returns an S3 client of the root user.
 func (s *Server) Client(timeout time.Duration) *s3.Client {
+	if s.opts.CA != nil {
+		return S3ClientCA(s.Endpoint(), s.opts.AccessKey, s.opts.SecretKey, timeout, s.opts.CA.Pool())
+	}
 	return S3ClientTimeout(s.Endpoint(), s.opts.AccessKey, s.opts.SecretKey, timeout)
 }
 
@@ -111,9 +134,13 @@ func (s *Server) Admin() *admin.Client {
 	return &admin.Client{Endpoint: "http://" + s.AdminAddr, Token: s.AdminToken, HTTP: &http.Client{Timeout: 10 * time.Second}}
 }
 
-// Args returns the command line of the server.
+// Args returns the command line of the server. Tests stop servers
+// without the drain delay unless they ask for one.
 func (s *Server) Args() []string {
-	args := []string{"server", "--data", s.Data, "--address", s.S3Addr, "--admin-address", s.AdminAddr}
+	args := []string{"server", "--data", s.Data, "--address", s.S3Addr, "--admin-address", s.AdminAddr, "--drain-delay", "0s"}
+	if s.opts.CA != nil {
+		args = append(args, "--tls-cert", s.TLSCert, "--tls-key", s.TLSKey)
+	}
 	return append(args, s.opts.Args...)
 }
 

@@ -125,7 +125,7 @@ for round in $(seq 1 "$rounds"); do
 			admin vacuum start 0.3 >/dev/null || die "vacuum start failed"
 			log "round $round, $label, $size: vacuum running"
 			peak_cell "$round" "$label" "$size" vacuum
-			admin vacuum status | jq -c '{Running, BytesCopied, SegmentsRemoved, Pace}' >&2
+			admin vacuum status --json | jq -c '{running, bytes_copied, segments_removed, pace}' >&2
 			stop_server
 		done
 		if [ "$run_mixed" = 1 ]; then
@@ -133,7 +133,7 @@ for round in $(seq 1 "$rounds"); do
 				prepare "$label"
 				log "round $round, $label: mixed, ${vac} at the 2x hold"
 				mixed_run "$round" "$label" "$vac"
-				admin vacuum status | jq -c '{Running, BytesCopied, SegmentsRemoved, Pace}' >&2
+				admin vacuum status --json | jq -c '{running, bytes_copied, segments_removed, pace}' >&2
 				stop_server
 			done
 		fi

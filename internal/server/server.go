@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +51,11 @@ type Config struct {
 	// and kept in Root/admin-token).
 	AdminAddress, AdminToken string
 
+	// ConsoleAddress is the web console's listener (package console); ""
+	// disables it. ConsoleTLS, if set, makes it serve HTTPS.
+	ConsoleAddress string
+	ConsoleTLS     *tls.Config
+
 	// Limits are the disk I/O limits (zero: unlimited).
 	Limits iolimit.Limits
 	// Pace paces background work (vacuum, lifecycle deletes) by client
@@ -78,9 +84,9 @@ type Config struct {
 	MinFreeBytes int64
 
 	// Ready, if set, is called with the bound address once the server
-	// accepts connections (tests listen on port 0); AdminReady likewise
-	// with the admin listener's.
-	Ready, AdminReady func(addr string)
+	// accepts connections (tests listen on port 0); AdminReady and
+	// ConsoleReady likewise with the admin and console listeners'.
+	Ready, AdminReady, ConsoleReady func(addr string)
 }
 
 // ShutdownTimeout bounds the graceful shutdown: requests still running
@@ -199,12 +205,20 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err != nil {
 		return closeStore(fmt.Errorf("listen on %s: %w", cfg.Address, err))
 	}
-	srv := newHTTPServer(pacer.Handler(api), cfg.Logger)
+	s3Handler := pacer.Handler(api)
+	srv := newHTTPServer(s3Handler, cfg.Logger)
+	consoleSrv, consoleLn, err := startConsole(passCtx, cfg, consoleDeps{s3: s3Handler, s3Addr: ln.Addr().String(),
+		admin: adminAPI, adminToken: adminToken, root: root.AccessKey, registry: registry, store: store})
+	if err != nil {
+		ln.Close()
+		return closeStore(err)
+	}
 	var adminSrv *http.Server
 	var adminLn net.Listener
 	if cfg.AdminAddress != "" {
 		if adminLn, err = net.Listen("tcp", cfg.AdminAddress); err != nil {
 			ln.Close()
+			closeServer(consoleSrv)
 			return closeStore(fmt.Errorf("admin listener on %s: %w", cfg.AdminAddress, err))
 		}
 		adminSrv = newHTTPServer(adminAPI, cfg.Logger)
@@ -241,12 +255,18 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if adminLn != nil {
 		fmt.Fprintf(out, "  admin: http://%s (token in %s; /metrics, /health/ready)\n", adminLn.Addr(), tokenWhere(cfg))
 	}
+	if consoleLn != nil {
+		fmt.Fprintf(out, "  console: %s (log in with an access key and secret key)\n", consoleURL(consoleLn, cfg.ConsoleTLS))
+	}
 	ready.Store(true)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
 	if cfg.AdminReady != nil && adminLn != nil {
 		cfg.AdminReady(adminLn.Addr().String())
+	}
+	if cfg.ConsoleReady != nil && consoleLn != nil {
+		cfg.ConsoleReady(consoleLn.Addr().String())
 	}
 
 	served := make(chan error, 1)
@@ -273,6 +293,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if adminSrv != nil {
 		adminSrv.Close()
 	}
+	closeServer(consoleSrv)
 	err = closeStore(err)
 	if err == nil {
 		cfg.Logger.Info("shut down cleanly")

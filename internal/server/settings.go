@@ -123,6 +123,7 @@ func Settings() []Setting {
 		}},
 		{"access-log", "false", "log every S3 request (request id, operation, status, bytes, duration)", boolean(func(c *Config) *bool { return &c.AccessLog })},
 		{"admin-address", "127.0.0.1:9001", "admin API, /metrics, /health, pprof listen address (\"\" disables)", str(func(c *Config) *string { return &c.AdminAddress })},
+		{"console-address", "127.0.0.1:9002", "web console listen address (\"\" disables); log in with any user's access key and secret key", str(func(c *Config) *string { return &c.ConsoleAddress })},
 		{"admin-token", "", "admin bearer token (default: generated into <data>/admin-token)", str(func(c *Config) *string { return &c.AdminToken })},
 		{"read-limit", "0", "disk read bytes/s, all priorities (0 = unlimited; units KiB, MiB, GiB, KB, MB, GB)", size(func(c *Config) *int64 { return &c.Limits.ReadBytesPerSec })},
 		{"write-limit", "0", "disk write bytes/s, all priorities (0 = unlimited)", size(func(c *Config) *int64 { return &c.Limits.WriteBytesPerSec })},

@@ -140,7 +140,7 @@ func (c *Cluster) Args(i int) []string {
 	}
 	args := []string{"node", "--id", n.ID, "--data", n.Data, "--address", s3Addr,
 		"--cluster-address", n.ClusterAddr, "--peers", c.peers, "--admin-address", adminAddr,
-		"--replication", c.opts.Replication}
+		"--console-address", "", "--replication", c.opts.Replication}
 	return append(args, c.opts.Args...)
 }
 

@@ -31,15 +31,18 @@ type ServerOptions struct {
 
 // Server is one `b3 server` process on loopback.
 type Server struct {
-	t          testing.TB
-	bin        string
-	opts       ServerOptions
-	Data       string
-	S3Addr     string // "127.0.0.1:port"
-	AdminAddr  string // "" with NoAdmin
-	AdminToken string
-	Proc       *Process // the current (or last) process
-	logs       []string // output of earlier processes
+	t         testing.TB
+	bin       string
+	opts      ServerOptions
+	Data      string
+	S3Addr    string // "127.0.0.1:port"
+	AdminAddr string // "" with NoAdmin
+	// ConsoleAddr is the web console's "127.0.0.1:port" (every server
+	// gets one: the default 127.0.0.1:9002 would collide between tests).
+	ConsoleAddr string
+	AdminToken  string
+	Proc        *Process // the current (or last) process
+	logs        []string // output of earlier processes
 }
 
 // StartServer starts `b3 server` on free loopback ports, waits until it
@@ -58,6 +61,7 @@ func StartServer(t testing.TB, opts ServerOptions) *Server {
 	if !opts.NoAdmin {
 		s.AdminAddr = FreeAddr(t)
 	}
+	s.ConsoleAddr = FreeAddr(t)
 	t.Cleanup(func() {
 		if s.Proc != nil && !s.Proc.Exited() {
 			if err := s.Proc.Stop(30 * time.Second); err != nil {
@@ -92,7 +96,7 @@ func (s *Server) Admin() *admin.Client {
 
 // Args returns the command line of the server.
 func (s *Server) Args() []string {
-	args := []string{"server", "--data", s.Data, "--address", s.S3Addr, "--admin-address", s.AdminAddr}
+	args := []string{"server", "--data", s.Data, "--address", s.S3Addr, "--admin-address", s.AdminAddr, "--console-address", s.ConsoleAddr}
 	return append(args, s.opts.Args...)
 }
 

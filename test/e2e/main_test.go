@@ -250,7 +250,7 @@ func startServer(ctx context.Context, data string) (*serverProcess, error) {
 	// Every other listener on a kernel-chosen port too (the admin API
 	// defaults to 127.0.0.1:9001, which another server may hold). Set
 	// through the environment so an older binary without it still runs.
-	cmd.Env = append(os.Environ(), "B3_ADMIN_ADDRESS=127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "B3_ADMIN_ADDRESS=127.0.0.1:0", "B3_CONSOLE_ADDRESS=127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -38,3 +38,14 @@ if [ "$(cat "$tools_bin/mc.version" 2>/dev/null)" != "$mc_version" ] || ! works 
 	GOBIN="$tools_bin" go install "github.com/minio/mc@$mc_version"
 	echo "$mc_version" >"$tools_bin/mc.version"
 fi
+
+# --- web console (internal/console) ------------------------------------
+# Its browser test drives headless Chromium with chromedp: Debian's
+# chromium package. (Its HLS fixture is committed, so no ffmpeg is needed.)
+if ! works /usr/bin/chromium --version; then
+	echo "installing: chromium"
+	if [ "$(id -u)" != 0 ]; then echo "need root to apt-get install chromium" >&2; exit 1; fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 ||
+		{ apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
+fi

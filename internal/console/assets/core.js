@@ -34,14 +34,17 @@ function fmtBytes(n) {
   const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
   let i = 0;
   while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
-  return (i ? n.toFixed(n < 10 ? 2 : 1) : n) + ' ' + u[i];
+  const digits = i === 0 ? (Number.isInteger(n) || n >= 10 ? 0 : 2) : (n < 10 ? 2 : 1);
+  return n.toFixed(digits) + ' ' + u[i];
 }
 
 function fmtDate(s) { if (!s) return ''; const d = new Date(s); return isNaN(d) ? s : d.toLocaleString(); }
 
 function toast(msg, bad) {
+  let box = document.getElementById('toasts');
+  if (!box) { box = el('div', { id: 'toasts' }); document.body.append(box); }
   const t = el('div', { class: 'toast' + (bad ? ' bad' : ''), text: msg, role: 'status' });
-  document.body.append(t);
+  box.append(t);
   setTimeout(() => t.remove(), bad ? 7000 : 3500);
 }
 

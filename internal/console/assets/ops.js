@@ -64,6 +64,7 @@ B3.pages.ops = async function (main) {
   const legend = (node, items) => clear(node, items.map(([name, color, value]) => el('span', { style: 'color:' + color, text: '■ ' + name + (value !== undefined ? ' ' + value : '') })));
   const drawCharts = async () => {
     const m = await api('GET', '/api/metrics');
+    B3.metricPoints = m.time.length;
     const last = a => a.length ? a[a.length - 1] : 0;
     chart(charts.req.canvas, m.time, [{ color: '#2f6fed', values: m.requestsPerSecond }], fmtRate);
     legend(charts.req.legend, [['requests/s', '#2f6fed', fmtRate(last(m.requestsPerSecond))]]);
@@ -86,17 +87,24 @@ B3.pages.ops = async function (main) {
 async function vacuumCard(card) {
   const st = await api('GET', '/api/admin/stats');
   const v = st.vacuum || {};
-  let live = 0, dead = 0;
-  for (const s of st.segments || []) { live += (s.size || s.Size || 0) - (s.dead || s.Dead || 0); dead += s.dead || s.Dead || 0; }
-  const rows = [['Vacuum', v.running ? 'running' : 'idle'], ['Segments', String((st.segments || []).length)],
-    ['Uptime', Math.round((st.uptime_ns || 0) / 1e9) + ' s'], ['Lifecycle', JSON.stringify(st.lifecycle || {})]];
+  const lc = st.lifecycle || {};
+  let size = 0, dead = 0;
+  for (const s of st.segments || []) { size += s.Size || 0; dead += s.DeadBytes || 0; }
+  const running = !!(v.Running || v.running);
+  const when = t => (!t || t.startsWith('0001-')) ? 'never' : fmtDate(t);
+  const rows = [['Vacuum', (running ? 'running' : 'idle') + (v.Auto ? ', automatic checks on' : ', automatic checks off') + (v.LastError ? ', last error: ' + v.LastError : '')],
+    ['Vacuum so far', (v.SegmentsRemoved || 0) + ' segments removed, ' + fmtBytes(v.BytesReclaimed || 0) + ' reclaimed, ' + fmtBytes(v.BytesCopied || 0) + ' copied (last pass: ' + when(v.LastPass) + ')'],
+    ['Segments', (st.segments || []).length + ' files, ' + fmtBytes(size) + ', of which dead ' + fmtBytes(dead)],
+    ['Lifecycle passes', String(lc.Passes || 0) + ' (last: ' + when(lc.LastPass) + ')'],
+    ['Lifecycle expired / aborted', (lc.Expired || 0) + ' objects / ' + (lc.Aborted || 0) + ' uploads'],
+    ['Uptime', Math.round((st.uptime_ns || 0) / 1e9) + ' s']];
   const threshold = el('input', { type: 'number', min: 0, max: 1, step: 0.05, placeholder: 'threshold', style: 'width:100px' });
   const interval = el('input', { placeholder: 'e.g. 5m', size: 6 });
   clear(card, el('h2', { text: 'Vacuum and lifecycle' }),
     el('table', { class: 'kv' }, rows.map(([k, val]) => el('tr', {}, el('td', { text: k }), el('td', { class: 'key', text: val })))),
     el('details', {}, el('summary', { text: 'Vacuum status (raw)' }), el('pre', { text: JSON.stringify(v, null, 2) })),
     el('div', { class: 'row' }, threshold,
-      el('button', { text: 'Start vacuum', disabled: !!v.running, onclick: () => adminAct('POST', 'vacuum/start', threshold.value ? { threshold: Number(threshold.value) } : {}, 'Vacuum started') }),
+      el('button', { text: 'Start vacuum', disabled: running, onclick: () => adminAct('POST', 'vacuum/start', threshold.value ? { threshold: Number(threshold.value) } : {}, 'Vacuum started') }),
       el('button', { text: 'Stop vacuum', onclick: () => adminAct('POST', 'vacuum/stop', undefined, 'Vacuum stopped') })),
     el('div', { class: 'row' }, 'Automatic every', interval,
       el('button', { text: 'Set', onclick: () => adminAct('POST', 'vacuum/auto', { interval: interval.value }, 'Automatic vacuum set') })),

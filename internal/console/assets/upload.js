@@ -10,14 +10,18 @@ function uploadPanel() {
   let p = document.getElementById('uploads');
   if (!p) {
     p = el('div', { id: 'uploads', class: 'card', style: 'position:fixed;bottom:12px;left:12px;max-width:560px;max-height:40vh;overflow:auto;z-index:5;display:none' },
-      el('div', { class: 'row' }, el('strong', { text: 'Uploads', style: 'flex:1' }), el('button', { text: 'Clear finished', onclick: () => {
-        p.querySelectorAll('.upload.finished').forEach(n => n.remove());
-        if (!p.querySelector('.upload')) p.style.display = 'none';
-      } })));
+      el('div', { class: 'row' }, el('strong', { text: 'Uploads', style: 'flex:1' }), el('button', { text: 'Clear finished', id: 'clear-uploads', onclick: clearFinishedUploads })));
     document.body.append(p);
   }
   p.style.display = '';
   return p;
+}
+
+function clearFinishedUploads() {
+  const p = document.getElementById('uploads');
+  if (!p) return;
+  p.querySelectorAll('.upload.finished').forEach(n => n.remove());
+  if (!p.querySelector('.upload')) p.style.display = 'none';
 }
 
 function uploadFiles(bucket, prefix, files) {
@@ -104,7 +108,11 @@ class UploadJob {
       this.resumeBtn.style.display = '';
     } finally {
       B3.uploads.active--;
-      if (!B3.uploads.active && route().page === 'b') render();
+      if (!B3.uploads.active) {
+        if (route().page === 'b') render();
+        // Finished rows go after a while; failed ones stay for Resume.
+        setTimeout(() => { if (!B3.uploads.active) clearFinishedUploads(); }, 8000);
+      }
     }
   }
 

@@ -43,7 +43,7 @@ func (c *Console) presign(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	creds := aws.Credentials{AccessKeyID: s.accessKey, SecretAccessKey: s.secretKey}
-	signed, _, err := signer.PresignHTTP(r.Context(), creds, hr, "UNSIGNED-PAYLOAD", "s3", c.cfg.Region, c.cfg.Now())
+	signed, _, err := newSigner().PresignHTTP(r.Context(), creds, hr, "UNSIGNED-PAYLOAD", "s3", c.cfg.Region, c.cfg.Now())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "presign: "+err.Error())
 		return

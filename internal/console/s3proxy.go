@@ -27,10 +27,17 @@ const signingHost = "console.b3.invalid"
 // to 10000 parts). Object data (PutObject, UploadPart) streams instead.
 const maxBufferedBody = 4 << 20
 
-var signer = v4.NewSigner(func(o *v4.SignerOptions) {
-	// S3 signs the path as sent, escaped once (escapePath), not twice.
-	o.DisableURIPathEscaping = true
-})
+// newSigner returns a SigV4 signer for one request. It is never shared:
+// the SDK's signer caches the derived signing key by access key, region
+// and day, not by secret, so a shared one would sign a login attempt with
+// a wrong secret using the key of an earlier good login of the same
+// access key (and a good request with a key a failed login left behind).
+func newSigner() *v4.Signer {
+	return v4.NewSigner(func(o *v4.SignerOptions) {
+		// S3 signs the path as sent, escaped once (escapePath), not twice.
+		o.DisableURIPathEscaping = true
+	})
+}
 
 // escapePath percent-encodes everything but unreserved characters and
 // '/', as S3's canonical URI does, so the signature the console computes
@@ -95,7 +102,7 @@ func (c *Console) newS3Request(ctx context.Context, s *session, method, path, ra
 
 func (c *Console) sign(req *http.Request, s *session) error {
 	creds := aws.Credentials{AccessKeyID: s.accessKey, SecretAccessKey: s.secretKey}
-	return signer.SignHTTP(req.Context(), creds, req, req.Header.Get("X-Amz-Content-Sha256"), "s3", c.cfg.Region, c.cfg.Now())
+	return newSigner().SignHTTP(req.Context(), creds, req, req.Header.Get("X-Amz-Content-Sha256"), "s3", c.cfg.Region, c.cfg.Now())
 }
 
 // s3Proxy runs the browser's /s3/{bucket}/{key}?{query} as an S3 request

@@ -143,13 +143,18 @@ func (h *History) Series() Series {
 // ended or the counters restarted.
 func quantile(prev, cur sample, q float64) float64 {
 	total := cur.latencyCount - prev.latencyCount
-	if total <= 0 || len(cur.latencyBuckets) != len(prev.latencyBuckets) {
+	// Before the first request the histogram has no buckets at all.
+	fresh := len(prev.latencyBuckets) == 0
+	if total <= 0 || !fresh && len(cur.latencyBuckets) != len(prev.latencyBuckets) {
 		return -1
 	}
 	rank := q * total
 	lower, below := 0.0, 0.0
 	for i, b := range cur.latencyBuckets {
-		count := b.count - prev.latencyBuckets[i].count
+		count := b.count
+		if !fresh {
+			count -= prev.latencyBuckets[i].count
+		}
 		if count >= rank {
 			if math.IsInf(b.upper, 1) {
 				return lower

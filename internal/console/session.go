@@ -53,16 +53,19 @@ func (ss *sessions) create(accessKey, secretKey string, admin bool) *session {
 		admin: admin, created: now, expires: now.Add(ss.ttl)}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	var oldest *session
-	for id, o := range ss.byID {
-		if !now.Before(o.expires) {
-			delete(ss.byID, id)
-		} else if oldest == nil || o.created.Before(oldest.created) {
-			oldest = o
+	if len(ss.byID) >= maxSessions {
+		// Full: drop the expired ones, and if none, the oldest.
+		var oldest *session
+		for id, o := range ss.byID {
+			if !now.Before(o.expires) {
+				delete(ss.byID, id)
+			} else if oldest == nil || o.created.Before(oldest.created) {
+				oldest = o
+			}
 		}
-	}
-	if len(ss.byID) >= maxSessions && oldest != nil {
-		delete(ss.byID, oldest.id)
+		if len(ss.byID) >= maxSessions {
+			delete(ss.byID, oldest.id)
+		}
 	}
 	ss.byID[s.id] = s
 	return s

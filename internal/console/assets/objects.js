@@ -60,6 +60,7 @@ B3.pages.b = async function (main, r) {
       el('a', { class: 'button', href: '#/settings/' + encodeURIComponent(bucket), text: 'Bucket settings' }),
       fileInput, dirInput),
     drop,
+    B3.uploadPanel || null,
     el('table', { id: 'objects' }, el('thead', {}, el('tr', {}, el('th', {}, selectAll), el('th', { text: 'Name' }),
       versions ? el('th', { text: 'Version' }) : null,
       el('th', { class: 'num', text: 'Size' }), el('th', { text: 'Modified' }), el('th', { text: '' }))), body),

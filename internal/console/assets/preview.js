@@ -124,8 +124,8 @@ async function details(bucket, key, versionId) {
     xall(doc, 'Tag').forEach(t => tagRow(xtext(t, 'Key'), xtext(t, 'Value')));
   } catch (err) { box.append(el('p', { class: 'error', text: 'tags: ' + err.message })); }
   box.append(el('h2', { text: 'Tags' }), el('table', {}, tagRows), el('div', { class: 'row' },
-    el('button', { text: 'Add tag', onclick: () => tagRow() }),
-    el('button', { class: 'primary', text: 'Save tags', onclick: async () => {
+    el('button', { text: 'Add tag', id: 'add-tag', onclick: () => tagRow() }),
+    el('button', { class: 'primary', id: 'save-tags', text: 'Save tags', onclick: async () => {
       const tags = Array.from(tagRows.children).map(tr => [tr.querySelector('.tk').value.trim(), tr.querySelector('.tv').value]).filter(t => t[0]);
       try {
         const q = Object.assign({ tagging: '' }, vq || {});

@@ -6,19 +6,25 @@
 const PART_SIZE = 8 * 1024 * 1024;
 B3.uploads = { active: 0 };
 
+// uploadPanel is the list of uploads. It outlives page renders (uploads
+// go on while the user browses elsewhere); the object browser shows it
+// under its toolbar.
 function uploadPanel() {
-  let p = document.getElementById('uploads');
-  if (!p) {
-    p = el('div', { id: 'uploads', class: 'card', style: 'position:fixed;bottom:12px;left:12px;max-width:560px;max-height:40vh;overflow:auto;z-index:5;display:none' },
-      el('div', { class: 'row' }, el('strong', { text: 'Uploads', style: 'flex:1' }), el('button', { text: 'Clear finished', id: 'clear-uploads', onclick: clearFinishedUploads })));
-    document.body.append(p);
+  if (!B3.uploadPanel) {
+    B3.uploadPanel = el('div', { id: 'uploads', class: 'card', style: 'display:none' },
+      el('div', { class: 'row' }, el('strong', { text: 'Uploads', style: 'flex:1' }),
+        el('button', { text: 'Clear finished', id: 'clear-uploads', onclick: clearFinishedUploads })));
   }
-  p.style.display = '';
-  return p;
+  if (!B3.uploadPanel.isConnected) {
+    const drop = document.getElementById('drop'), main = document.getElementById('main');
+    if (drop) drop.after(B3.uploadPanel); else if (main) main.prepend(B3.uploadPanel);
+  }
+  B3.uploadPanel.style.display = '';
+  return B3.uploadPanel;
 }
 
 function clearFinishedUploads() {
-  const p = document.getElementById('uploads');
+  const p = B3.uploadPanel;
   if (!p) return;
   p.querySelectorAll('.upload.finished').forEach(n => n.remove());
   if (!p.querySelector('.upload')) p.style.display = 'none';
@@ -55,7 +61,7 @@ class UploadJob {
     Object.assign(this, { bucket, key, file, uploadId: '', etags: [], done: 0, state: 'waiting' });
     this.bar = el('div', { style: 'width:0%' });
     this.status = el('span', { class: 'muted' });
-    this.resumeBtn = el('button', { text: 'Resume', style: 'display:none', onclick: () => this.start() });
+    this.resumeBtn = el('button', { text: 'Resume', class: 'resume', style: 'display:none', onclick: () => this.start() });
     this.cancelBtn = el('button', { text: 'Cancel', class: 'cancel-upload', onclick: () => this.cancel() });
     this.row = el('div', { class: 'upload row', 'data-key': key },
       el('span', { class: 'key', text: key, style: 'max-width:220px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap' }),

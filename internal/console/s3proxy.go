@@ -137,7 +137,7 @@ func (c *Console) s3Proxy(w http.ResponseWriter, r *http.Request, s *session, ta
 			req.Header[name] = values
 		}
 	}
-	if body != nil && len(body) > 0 && req.Header.Get("Content-MD5") == "" {
+	if len(body) > 0 && req.Header.Get("Content-MD5") == "" {
 		// DeleteObjects and the configuration PUTs want it; browsers
 		// cannot compute MD5 with their own crypto.
 		sum := md5.Sum(body)

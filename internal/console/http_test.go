@@ -200,3 +200,37 @@ func TestConsoleCookieAndContent(t *testing.T) {
 		t.Errorf("the cookie after logout: %s, want 401", resp.Status)
 	}
 }
+
+// TestConsoleCluster: on b3 node, the console of a follower logs in, acts
+// through the leader (its S3 requests take the node's forwarding path) and
+// shows the replica group.
+func TestConsoleCluster(t *testing.T) {
+	cl := testutil.StartCluster(t, testutil.ClusterOptions{})
+	accessKey, secretKey := cl.Keys()
+	leader, err := cl.Leader(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := (leader + 1) % len(cl.Nodes)
+	c := newClient(t, "http://"+cl.Nodes[follower].ConsoleAddr)
+	if resp := c.login(accessKey, secretKey); resp.StatusCode != http.StatusOK {
+		t.Fatalf("login on a follower's console: %s", resp.Status)
+	}
+	if resp, body := c.do("PUT", "/s3/from-follower", nil, map[string]string{console.CSRFHeader: c.csrf}); resp.StatusCode != 200 {
+		t.Fatalf("create a bucket on a follower's console: %s %s", resp.Status, body)
+	}
+	if _, err := cl.Client(leader, 10*time.Second).HeadBucket(t.Context(), &s3.HeadBucketInput{Bucket: aws.String("from-follower")}); err != nil {
+		t.Errorf("the bucket made on the follower's console, asked of the leader: %v", err)
+	}
+	resp, body := c.do("GET", "/api/admin/cluster", nil, nil)
+	var st struct {
+		Leader  string
+		Members []struct {
+			ID      string
+			Healthy bool
+		}
+	}
+	if err := json.Unmarshal(body, &st); resp.StatusCode != 200 || err != nil || len(st.Members) != 3 || st.Leader != cl.Nodes[leader].ID {
+		t.Errorf("cluster status on the console: %s %s (%v), want 3 members led by %s", resp.Status, body, err, cl.Nodes[leader].ID)
+	}
+}

@@ -21,11 +21,12 @@ const CSRFHeader = "X-CSRF-Token"
 const maxSessions = 10000
 
 // session is one logged-in browser. secretKey stays in this process: the
-// console signs S3 requests with it and never sends it back.
+// console signs S3 requests with it and never sends it back. Whether the
+// user is an admin is asked at each request (Config.IsAdmin), not kept:
+// on b3 node a follower may learn of the root user after its first login.
 type session struct {
 	id, csrf             string
 	accessKey, secretKey string
-	admin                bool
 	created, expires     time.Time
 }
 
@@ -47,10 +48,10 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func (ss *sessions) create(accessKey, secretKey string, admin bool) *session {
+func (ss *sessions) create(accessKey, secretKey string) *session {
 	now := ss.now()
 	s := &session{id: randomToken(), csrf: randomToken(), accessKey: accessKey, secretKey: secretKey,
-		admin: admin, created: now, expires: now.Add(ss.ttl)}
+		created: now, expires: now.Add(ss.ttl)}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if len(ss.byID) >= maxSessions {
@@ -115,7 +116,7 @@ func (c *Console) withSession(h func(http.ResponseWriter, *http.Request, *sessio
 
 func (c *Console) adminOnly(h func(http.ResponseWriter, *http.Request, *session)) func(http.ResponseWriter, *http.Request, *session) {
 	return func(w http.ResponseWriter, r *http.Request, s *session) {
-		if !s.admin || c.cfg.Admin == nil {
+		if c.cfg.Admin == nil || !c.cfg.IsAdmin(s.accessKey) {
 			writeError(w, http.StatusForbidden, "operations are for admin users")
 			return
 		}
@@ -150,7 +151,7 @@ type sessionInfo struct {
 }
 
 func (c *Console) info(s *session) sessionInfo {
-	return sessionInfo{AccessKey: s.accessKey, Admin: s.admin && c.cfg.Admin != nil, Cluster: c.cfg.Cluster,
+	return sessionInfo{AccessKey: s.accessKey, Admin: c.cfg.Admin != nil && c.cfg.IsAdmin(s.accessKey), Cluster: c.cfg.Cluster,
 		CSRF: s.csrf, Expires: s.expires.UTC().Format(time.RFC3339)}
 }
 
@@ -175,7 +176,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "access key or secret key not accepted")
 		return
 	}
-	s := c.sessions.create(req.AccessKey, req.SecretKey, c.cfg.IsAdmin(req.AccessKey))
+	s := c.sessions.create(req.AccessKey, req.SecretKey)
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.id, Path: "/", Expires: s.expires,
 		MaxAge: int(c.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	writeJSON(w, http.StatusOK, c.info(s))

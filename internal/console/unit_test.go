@@ -14,7 +14,7 @@ import (
 func TestSessionExpires(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ss := newSessions(time.Hour, func() time.Time { return now })
-	s := ss.create("AK", "SK", false)
+	s := ss.create("AK", "SK")
 	for _, tc := range []struct {
 		after time.Duration
 		live  bool
@@ -29,9 +29,9 @@ func TestSessionExpires(t *testing.T) {
 func TestSessionsBounded(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ss := newSessions(time.Hour, func() time.Time { now = now.Add(time.Millisecond); return now })
-	first := ss.create("AK", "SK", false)
+	first := ss.create("AK", "SK")
 	for range maxSessions {
-		ss.create("AK", "SK", false)
+		ss.create("AK", "SK")
 	}
 	if len(ss.byID) != maxSessions || ss.get(first.id) != nil {
 		t.Errorf("%d sessions, first still there: %v; want %d and the oldest gone", len(ss.byID), ss.get(first.id) != nil, maxSessions)

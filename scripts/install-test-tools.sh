@@ -7,20 +7,24 @@
 # and not work, so each tool is checked by running it, at the path the
 # tests look first (/usr/bin).
 set -eu
-need=""
 works() { "$@" >/dev/null 2>&1; }
+# apt_install PACKAGE...: Debian packages, as root, updating the lists
+# only when the first try fails.
+apt_install() {
+	echo "installing: $*"
+	if [ "$(id -u)" != 0 ]; then echo "need root to apt-get install $*" >&2; exit 1; fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1 ||
+		{ apt-get update >/dev/null && apt-get install -y --no-install-recommends "$@" >/dev/null; }
+}
+need=""
 works /usr/bin/aws --version || need="$need awscli"
 works /usr/bin/s3cmd --version || need="$need s3cmd"
 works /usr/bin/rclone version || need="$need rclone"
 works /usr/bin/curl --version || need="$need curl"
 works /usr/bin/python3 -c 'import boto3' || need="$need python3-boto3"
-if [ -n "$need" ]; then
-	echo "installing:$need"
-	if [ "$(id -u)" != 0 ]; then echo "need root to apt-get install$need" >&2; exit 1; fi
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y $need >/dev/null 2>&1 ||
-		{ apt-get update >/dev/null && apt-get install -y $need >/dev/null; }
-fi
+# shellcheck disable=SC2086 # one word per package
+[ -z "$need" ] || apt_install $need
 # Without the apt package (other distributions), pip is the fallback.
 if ! works /usr/bin/python3 -c 'import boto3'; then
 	echo "installing boto3 with pip"
@@ -44,11 +48,7 @@ fi
 # with mount(2) directly, but fusermount3 unmounts for other users and is
 # what the tests check for.
 if ! works /usr/bin/fusermount3 --version; then
-	echo "installing: fuse3"
-	if [ "$(id -u)" != 0 ]; then echo "need root to apt-get install fuse3" >&2; exit 1; fi
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y fuse3 >/dev/null 2>&1 ||
-		{ apt-get update >/dev/null && apt-get install -y fuse3 >/dev/null; }
+	apt_install fuse3
 fi
 if [ ! -e /dev/fuse ] && [ "$(id -u)" = 0 ]; then
 	modprobe fuse 2>/dev/null || true
@@ -57,9 +57,12 @@ fi
 # systemd-analyze: internal/server's TestDeployAgrees rates deploy/b3.service
 # with `systemd-analyze security --offline=true` (Debian: package systemd).
 if ! works systemd-analyze --version; then
-	echo "installing systemd (for systemd-analyze)"
-	if [ "$(id -u)" != 0 ]; then echo "need root to apt-get install systemd" >&2; exit 1; fi
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y systemd >/dev/null 2>&1 ||
-		{ apt-get update >/dev/null && apt-get install -y systemd >/dev/null; }
+	apt_install systemd
+fi
+
+# --- web console (internal/console) ------------------------------------
+# Its browser test drives headless Chromium with chromedp: Debian's
+# chromium package. (Its HLS fixture is committed, so no ffmpeg is needed.)
+if ! works /usr/bin/chromium --version; then
+	apt_install chromium
 fi

@@ -39,6 +39,7 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&peers, "peers", "", "the replica group: id=host:port,... (the same list on every node; used on the first start)")
 	fs.StringVar(&replication, "replication", "sync", "sync: acknowledge once a majority holds a write; async: once the leader does")
 	fs.StringVar(&cfg.AdminAddress, "admin-address", "", "admin API listen address (b3 admin; needs B3_ADMIN_TOKEN)")
+	fs.StringVar(&cfg.ConsoleAddress, "console-address", "127.0.0.1:9002", "web console listen address (\"\" disables); log in with any user's access key and secret key")
 	fs.StringVar(&cfg.Region, "region", "us-east-1", "S3 region")
 	fs.StringVar(&fsync, "fsync", "batch", "durability: batch (group commit), always, none (benchmarks only)")
 	fs.StringVar(&inlineMax, "inline-max", "4KiB", "objects up to this size ride in the log entry and live in metadata")

@@ -83,7 +83,7 @@ var bannerRE = regexp.MustCompile(`S3 API on (http://\S+)`)
 
 func startProc(t *testing.T, bin, root string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, "server", "--data", root, "--address", "127.0.0.1:0", "--admin-address", "", "--log-level", "warn")
+	cmd := exec.Command(bin, "server", "--data", root, "--address", "127.0.0.1:0", "--admin-address", "", "--console-address", "", "--log-level", "warn")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

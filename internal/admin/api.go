@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"crypto/subtle"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,9 +21,6 @@ import (
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
 )
-
-//go:embed console.html
-var consolePage []byte
 
 // UserStore manages access keys. Implementations persist changes and make
 // them visible to the S3 API before returning.
@@ -87,12 +83,6 @@ func New(cfg Config) (*Server, error) {
 	m.HandleFunc("GET /health/live", func(w http.ResponseWriter, _ *http.Request) { WriteJSON(w, 200, map[string]string{"status": "live"}) })
 	m.HandleFunc("GET /health/ready", s.ready)
 	m.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
-	m.HandleFunc("GET /console", func(w http.ResponseWriter, _ *http.Request) {
-		// The page holds no data: it asks for the token and calls the API.
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
-		_, _ = w.Write(consolePage)
-	})
 	m.Handle("/debug/pprof/", s.auth(http.HandlerFunc(pprof.Index)))
 	m.Handle("/debug/pprof/cmdline", s.auth(http.HandlerFunc(pprof.Cmdline)))
 	m.Handle("/debug/pprof/profile", s.auth(http.HandlerFunc(pprof.Profile)))

@@ -7,7 +7,6 @@
 //	GET  /health/live            200 while the process serves          (open)
 //	GET  /health/ready           200 while it accepts S3 requests      (open)
 //	GET  /metrics                Prometheus text format                (open)
-//	GET  /console                a web page of the stats; asks for the token
 //	GET  /debug/pprof/...        Go profiles                           (token)
 //	GET  /admin/v1/stats         segments, vacuum, lifecycle, cache, I/O (token)
 //	     ?objects=1              also count objects and bytes (a full metadata scan)
@@ -27,4 +26,7 @@
 // is compared in constant time. Health and metrics are open so that load
 // balancers and Prometheus need no secret: bind the listener to a private
 // address. Errors are JSON {"error": "..."} with a 4xx/5xx status.
+//
+// The web console (package console, --console-address) calls this API in
+// process for its operations pages; it has no page here.
 package admin

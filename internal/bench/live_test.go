@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 func serveLive(root string) int {
 	cfg, out, err := server.LoadSettings([]string{"--address", "127.0.0.1:0", "--data", root,
 		"--access-key", liveAccessKey, "--secret-key", liveSecretKey,
-		"--admin-address", "", "--log-level", "warn"},
+		"--admin-address", "", "--console-address", "", "--log-level", "warn"},
 		func(string) (string, bool) { return "", false }, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "b3 server settings:", err)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -89,6 +90,10 @@ type Config struct {
 	Replication    Replication // default Sync
 
 	AdminAddress, AdminToken string
+	// ConsoleAddress is the web console's listener ("": none); ConsoleTLS,
+	// if set, makes it serve HTTPS.
+	ConsoleAddress string
+	ConsoleTLS     *tls.Config
 	// LoadAdminToken, if set, supplies the admin token when AdminToken is
 	// empty (it keeps one in the data directory, as b3 server does).
 	LoadAdminToken func(root string) (string, error)

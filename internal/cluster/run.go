@@ -71,11 +71,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	go func() { _ = servers[0].Serve(s3Ln) }()
 	go func() { _ = servers[1].Serve(mux.http) }()
-	if cfg.AdminAddress != "" {
-		h, err := n.adminHandler()
-		if err != nil {
+	var adminH http.Handler
+	if cfg.AdminAddress != "" || cfg.ConsoleAddress != "" {
+		if adminH, err = n.adminHandler(); err != nil && cfg.AdminAddress != "" {
 			return n.stop(servers, mux, err)
 		}
+	}
+	if cfg.AdminAddress != "" {
+		h := adminH
 		adminLn, err := net.Listen("tcp", cfg.AdminAddress)
 		if err != nil {
 			return n.stop(servers, mux, fmt.Errorf("listen on --admin-address %s: %w", cfg.AdminAddress, err))
@@ -83,6 +86,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		admSrv := newHTTPServer(h, cfg)
 		servers = append(servers, admSrv)
 		go func() { _ = admSrv.Serve(adminLn) }()
+	}
+	consoleSrv, err := n.startConsole(servers[0].Handler, adminH, s3Ln.Addr().String())
+	if err != nil {
+		return n.stop(servers, mux, err)
+	}
+	if consoleSrv != nil {
+		servers = append(servers, consoleSrv)
 	}
 	if cfg.VacuumInterval > 0 {
 		n.store.StartVacuum(cfg.VacuumInterval)
@@ -96,6 +106,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}()
 
 	fmt.Fprintf(out, "b3 node %s: S3 API on http://%s, cluster on %s (replication %s)\n", cfg.ID, s3Ln.Addr(), clusterLn.Addr(), cfg.Replication)
+	if consoleSrv != nil {
+		fmt.Fprintf(out, "  console: http://%s\n", cfg.ConsoleAddress)
+	}
 	fmt.Fprintf(out, "  data: %s\n  users: %s (root user: B3_ACCESS_KEY/B3_SECRET_KEY of the first leader, else generated)\n", cfg.Root, UsersFile)
 	if cfg.Ready != nil {
 		cfg.Ready(s3Ln.Addr().String(), clusterLn.Addr().String())

@@ -18,8 +18,8 @@ import (
 // listeners are the server's bound sockets and their TLS key pairs (nil:
 // plain HTTP).
 type listeners struct {
-	s3, admin         net.Listener
-	s3Cert, adminCert *tlsreload.Certificate
+	s3, admin, console             net.Listener
+	s3Cert, adminCert, consoleCert *tlsreload.Certificate
 }
 
 // listen loads the key pairs and binds every listener, or none.
@@ -42,6 +42,9 @@ func listen(cfg Config) (l *listeners, err error) {
 	if l.adminCert, err = load(cfg.AdminTLSCert, cfg.AdminTLSKey); err != nil {
 		return l, err
 	}
+	if l.consoleCert, err = load(cfg.ConsoleTLSCert, cfg.ConsoleTLSKey); err != nil {
+		return l, err
+	}
 	if l.s3, err = tlsreload.Listen(cfg.Address, l.s3Cert); err != nil {
 		return l, fmt.Errorf("listen on %s: %w", cfg.Address, err)
 	}
@@ -50,11 +53,16 @@ func listen(cfg Config) (l *listeners, err error) {
 			return l, fmt.Errorf("admin listener on %s: %w", cfg.AdminAddress, err)
 		}
 	}
+	if cfg.ConsoleAddress != "" {
+		if l.console, err = tlsreload.Listen(cfg.ConsoleAddress, l.consoleCert); err != nil {
+			return l, fmt.Errorf("console listener on %s: %w", cfg.ConsoleAddress, err)
+		}
+	}
 	return l, nil
 }
 
 func (l *listeners) close() {
-	for _, ln := range []net.Listener{l.s3, l.admin} {
+	for _, ln := range []net.Listener{l.s3, l.admin, l.console} {
 		if ln != nil {
 			ln.Close()
 		}
@@ -63,7 +71,7 @@ func (l *listeners) close() {
 
 func (l *listeners) certs() []*tlsreload.Certificate {
 	var out []*tlsreload.Certificate
-	for _, c := range []*tlsreload.Certificate{l.s3Cert, l.adminCert} {
+	for _, c := range []*tlsreload.Certificate{l.s3Cert, l.adminCert, l.consoleCert} {
 		if c != nil {
 			out = append(out, c)
 		}

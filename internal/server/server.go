@@ -50,6 +50,12 @@ type Config struct {
 	// and kept in Root/admin-token).
 	AdminAddress, AdminToken string
 
+	// ConsoleAddress is the web console's listener (package console); ""
+	// disables it. ConsoleTLSCert and ConsoleTLSKey, both set, make it
+	// HTTPS, reloaded like the others.
+	ConsoleAddress                string
+	ConsoleTLSCert, ConsoleTLSKey string
+
 	// Limits are the disk I/O limits (zero: unlimited).
 	Limits iolimit.Limits
 	// Pace paces background work (vacuum, lifecycle deletes) by client
@@ -96,9 +102,9 @@ type Config struct {
 	BucketMetricsInterval time.Duration
 
 	// Ready, if set, is called with the bound address once the server
-	// accepts connections (tests listen on port 0); AdminReady likewise
-	// with the admin listener's.
-	Ready, AdminReady func(addr string)
+	// accepts connections (tests listen on port 0); AdminReady and
+	// ConsoleReady likewise with the admin and console listeners'.
+	Ready, AdminReady, ConsoleReady func(addr string)
 }
 
 // defaults fills the zero values that have one.
@@ -263,7 +269,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		return err
 	}
 
-	srv := newHTTPServer(pacer.Handler(api), cfg.Logger)
+	s3Handler := pacer.Handler(api)
+	srv := newHTTPServer(s3Handler, cfg.Logger)
+	s3URL := lns.url(lns.s3, lns.s3Cert)
+	consoleSrv := startConsole(passCtx, cfg, lns.console, consoleDeps{s3: s3Handler, s3URL: s3URL,
+		admin: adminAPI, adminToken: adminToken, root: root.AccessKey, registry: registry, store: store})
 	var adminSrv *http.Server
 	if lns.admin != nil {
 		adminSrv = newHTTPServer(adminAPI, cfg.Logger)
@@ -281,18 +291,23 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	store.StartLifecycle(cfg.LifecycleInterval, cfg.LifecycleRate)
 	handleSignals(passCtx, cfg, adminAPI, lns.certs())
 
-	s3URL := lns.url(lns.s3, lns.s3Cert)
-	adminURL := ""
+	adminURL, consoleURL := "", ""
 	if lns.admin != nil {
 		adminURL = lns.url(lns.admin, lns.adminCert)
 	}
-	printBanner(out, cfg, s3URL, adminURL, root, created)
+	if lns.console != nil {
+		consoleURL = lns.url(lns.console, lns.consoleCert)
+	}
+	printBanner(out, cfg, s3URL, adminURL, consoleURL, root, created)
 	ready.Store(true)
 	if cfg.Ready != nil {
 		cfg.Ready(lns.s3.Addr().String())
 	}
 	if cfg.AdminReady != nil && lns.admin != nil {
 		cfg.AdminReady(lns.admin.Addr().String())
+	}
+	if cfg.ConsoleReady != nil && lns.console != nil {
+		cfg.ConsoleReady(lns.console.Addr().String())
 	}
 
 	served := make(chan error, 1)
@@ -327,6 +342,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	if adminSrv != nil {
 		adminSrv.Close()
 	}
+	closeServer(consoleSrv)
 	if err == nil {
 		defer cfg.Logger.Info("shut down cleanly")
 	}
@@ -404,7 +420,7 @@ func rootUser(cfg Config) (s3api.User, bool, error) {
 // start that generated it (the operator must learn it once); a secret the
 // operator supplied, or one kept from an earlier start, is never printed:
 // the banner ends up in journald and container logs.
-func printBanner(out io.Writer, cfg Config, s3URL, adminURL string, root s3api.User, created bool) {
+func printBanner(out io.Writer, cfg Config, s3URL, adminURL, consoleURL string, root s3api.User, created bool) {
 	kept := filepath.Join(abs(cfg.Root), CredentialsFile)
 	secretNote, secret := "kept in "+kept+" (not shown)", "<secret key>"
 	switch {
@@ -425,6 +441,9 @@ func printBanner(out io.Writer, cfg Config, s3URL, adminURL string, root s3api.U
 		if adminURL != "" {
 			attrs = append(attrs, "admin_endpoint", adminURL, "admin_token", tokenWhere(cfg))
 		}
+		if consoleURL != "" {
+			attrs = append(attrs, "console_endpoint", consoleURL)
+		}
 		slog.New(slog.NewJSONHandler(out, nil)).Info("b3 server: S3 API on "+s3URL, append(attrs, "try", try)...)
 		return
 	}
@@ -438,6 +457,9 @@ func printBanner(out io.Writer, cfg Config, s3URL, adminURL string, root s3api.U
 	}
 	if adminURL != "" {
 		fmt.Fprintf(out, "  admin: %s (token in %s; /metrics, /health/ready)\n", adminURL, tokenWhere(cfg))
+	}
+	if consoleURL != "" {
+		fmt.Fprintf(out, "  console: %s (log in with an access key and secret key)\n", consoleURL)
 	}
 	fmt.Fprintf(out, "try:\n  %s\n", try)
 }

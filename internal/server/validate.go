@@ -81,6 +81,9 @@ func settingRanges() []settingRange {
 		{"admin-tls-cert", func(c *Config) error {
 			return pair(c.AdminTLSCert, c.AdminTLSKey, "--admin-tls-cert and --admin-tls-key")
 		}},
+		{"console-tls-cert", func(c *Config) error {
+			return pair(c.ConsoleTLSCert, c.ConsoleTLSKey, "--console-tls-cert and --console-tls-key")
+		}},
 		{"tls-check-interval", func(c *Config) error { return atLeast(c.TLSCheckInterval, time.Second, false) }},
 		{"drain-delay", func(c *Config) error {
 			if c.DrainDelay > 5*time.Minute {
@@ -112,6 +115,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := pair(c.AdminTLSCert, c.AdminTLSKey, "the admin TLS certificate and key"); err != nil {
+		return err
+	}
+	if err := pair(c.ConsoleTLSCert, c.ConsoleTLSKey, "the console TLS certificate and key"); err != nil {
 		return err
 	}
 	if c.SegmentSize < 0 || c.LifecycleDay < 0 || c.DrainDelay < 0 || c.BucketMetrics < 0 {

@@ -35,6 +35,8 @@ type ClusterNode struct {
 	S3Addr      string
 	ClusterAddr string
 	AdminAddr   string
+	// ConsoleAddr is the node's web console ("" in namespaces: none).
+	ConsoleAddr string
 	Proc        *Process // the current (or last) process
 	logs        []string // output of the node's earlier processes
 	// Dial opens connections to the node's addresses (from the hub
@@ -95,6 +97,7 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 			n.Dial = DialIn(nw.Hub)
 		} else {
 			n.S3Addr, n.ClusterAddr, n.AdminAddr = FreeAddr(t), FreeAddr(t), FreeAddr(t)
+			n.ConsoleAddr = FreeAddr(t)
 		}
 		c.Nodes = append(c.Nodes, n)
 		peers = append(peers, n.ID+"="+n.ClusterAddr)
@@ -140,7 +143,7 @@ func (c *Cluster) Args(i int) []string {
 	}
 	args := []string{"node", "--id", n.ID, "--data", n.Data, "--address", s3Addr,
 		"--cluster-address", n.ClusterAddr, "--peers", c.peers, "--admin-address", adminAddr,
-		"--replication", c.opts.Replication}
+		"--console-address", n.ConsoleAddr, "--replication", c.opts.Replication}
 	return append(args, c.opts.Args...)
 }
 

@@ -37,14 +37,17 @@ type ServerOptions struct {
 
 // Server is one `b3 server` process on loopback.
 type Server struct {
-	bin        string
-	opts       ServerOptions
-	Data       string
-	S3Addr     string // "127.0.0.1:port"
-	AdminAddr  string // "" with NoAdmin
-	AdminToken string
-	Proc       *Process // the current (or last) process
-	logs       []string // output of earlier processes
+	bin       string
+	opts      ServerOptions
+	Data      string
+	S3Addr    string // "127.0.0.1:port"
+	AdminAddr string // "" with NoAdmin
+	// ConsoleAddr is the web console's "127.0.0.1:port" (every server
+	// gets one: the default 127.0.0.1:9002 would collide between tests).
+	ConsoleAddr string
+	AdminToken  string
+	Proc        *Process // the current (or last) process
+	logs        []string // output of earlier processes
 	// TLSCert and TLSKey are the S3 listener's files with ServerOptions.CA.
 	TLSCert, TLSKey string
 }
@@ -107,6 +110,9 @@ func NewServer(opts ServerOptions) (*Server, error) {
 			return nil, err
 		}
 	}
+	if s.ConsoleAddr, err = freeAddr(); err != nil {
+		return nil, err
+	}
 	return s, s.Start()
 }
 
@@ -137,7 +143,7 @@ func (s *Server) Admin() *admin.Client {
 // Args returns the command line of the server. Tests stop servers
 // without the drain delay unless they ask for one.
 func (s *Server) Args() []string {
-	args := []string{"server", "--data", s.Data, "--address", s.S3Addr, "--admin-address", s.AdminAddr, "--drain-delay", "0s"}
+	args := []string{"server", "--data", s.Data, "--address", s.S3Addr, "--admin-address", s.AdminAddr, "--console-address", s.ConsoleAddr, "--drain-delay", "0s"}
 	if s.opts.CA != nil {
 		args = append(args, "--tls-cert", s.TLSCert, "--tls-key", s.TLSKey)
 	}

@@ -1,0 +1,209 @@
+// b3 console: shared helpers. Untrusted text (keys, metadata, names,
+// server messages) only ever reaches the page as text nodes or property
+// values, never as markup: el() has no way to set innerHTML.
+'use strict';
+
+const B3 = { session: null, pages: {} };
+
+// el builds an element. props: class, text, on* handlers, attrs as
+// properties or (for data-/aria-) attributes. Children: nodes or strings
+// (strings become text nodes).
+function el(tag, props, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === undefined || v === null) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k.startsWith('data-') || k.startsWith('aria-') || k === 'for') e.setAttribute(k, v);
+    else e[k] = v;
+  }
+  for (const kid of kids.flat()) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    e.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return e;
+}
+
+function clear(node, ...kids) { node.replaceChildren(...kids.flat().filter(k => k !== null && k !== undefined && k !== false)); return node; }
+
+function fmtBytes(n) {
+  if (n === undefined || n === null || isNaN(n)) return '';
+  n = Number(n);
+  if (n < 0) return '–';
+  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  const digits = i === 0 ? (Number.isInteger(n) || n >= 10 ? 0 : 2) : (n < 10 ? 2 : 1);
+  return n.toFixed(digits) + ' ' + u[i];
+}
+
+function fmtDate(s) { if (!s) return ''; const d = new Date(s); return isNaN(d) ? s : d.toLocaleString(); }
+
+function toast(msg, bad) {
+  let box = document.getElementById('toasts');
+  if (!box) { box = el('div', { id: 'toasts' }); document.body.append(box); }
+  const t = el('div', { class: 'toast' + (bad ? ' bad' : ''), text: msg, role: 'status' });
+  box.append(t);
+  setTimeout(() => t.remove(), bad ? 7000 : 3500);
+}
+
+// modal shows a dialog; close() removes it. onClose runs on close.
+function modal(title, content, onClose) {
+  const back = el('div', { class: 'modal-back' });
+  const close = () => { back.remove(); document.removeEventListener('keydown', esc); if (onClose) onClose(); };
+  const esc = e => { if (e.key === 'Escape') close(); };
+  const box = el('div', { class: 'modal', role: 'dialog' },
+    el('div', { class: 'row' }, el('h1', { text: title, style: 'margin:0;flex:1;word-break:break-all' }),
+      el('button', { text: 'Close', class: 'close', onclick: close })),
+    content);
+  back.append(box);
+  back.addEventListener('click', e => { if (e.target === back) close(); });
+  document.addEventListener('keydown', esc);
+  document.body.append(back);
+  return { close, box };
+}
+
+// confirmBox asks in the page (not window.confirm) and resolves to true
+// on "yes".
+function confirmBox(title, message, yes) {
+  return new Promise(resolve => {
+    let answered = false;
+    const m = modal(title, el('div', {},
+      el('p', { text: message }),
+      el('div', { class: 'row' },
+        el('button', { class: 'danger confirm-yes', text: yes || 'Yes', onclick: () => { answered = true; m.close(); resolve(true); } }),
+        el('button', { text: 'Cancel', onclick: () => m.close() }))),
+      () => { if (!answered) resolve(false); });
+  });
+}
+
+// api calls the console's JSON API.
+async function api(method, path, body) {
+  const headers = { 'Accept': 'application/json' };
+  if (B3.session) headers['X-CSRF-Token'] = B3.session.csrf;
+  const opts = { method, headers, credentials: 'same-origin' };
+  if (body !== undefined) { headers['Content-Type'] = 'application/json'; opts.body = JSON.stringify(body); }
+  const res = await fetch(path, opts);
+  if (res.status === 401 && path !== '/api/login' && path !== '/api/session') { B3.session = null; render(); }
+  const ct = res.headers.get('Content-Type') || '';
+  const data = ct.includes('json') ? await res.json() : await res.text();
+  if (!res.ok) throw new Error((data && data.error) || ('HTTP ' + res.status));
+  return data;
+}
+
+// encodeKey percent-encodes a key for a URL path, keeping '/'.
+function encodeKey(key) { return key.split('/').map(encodeURIComponent).join('/'); }
+
+// s3url is the console path of an S3 request as the logged-in user.
+function s3url(bucket, key, query) {
+  let u = '/s3/' + (bucket ? encodeURIComponent(bucket) : '');
+  if (key !== undefined && key !== null && key !== '') u += '/' + encodeKey(key);
+  if (query) u += '?' + (typeof query === 'string' ? query : new URLSearchParams(query).toString());
+  return u;
+}
+
+class S3Error extends Error {
+  constructor(status, code, message) { super(code ? code + ': ' + (message || '') : 'HTTP ' + status); this.status = status; this.code = code; }
+}
+
+function parseXML(text) { return new DOMParser().parseFromString(text, 'application/xml'); }
+function xtext(node, name) { const n = node.getElementsByTagName(name)[0]; return n ? n.textContent : ''; }
+function xall(node, name) { return Array.from(node.getElementsByTagName(name)); }
+
+// s3 runs one S3 request; it resolves to {res, doc} (doc: parsed XML
+// body when asked with xml: true) or throws S3Error.
+async function s3(method, bucket, key, query, opts) {
+  opts = opts || {};
+  const headers = Object.assign({}, opts.headers || {});
+  if (method !== 'GET' && method !== 'HEAD') headers['X-CSRF-Token'] = B3.session.csrf;
+  const res = await fetch(s3url(bucket, key, query), { method, headers, body: opts.body, credentials: 'same-origin' });
+  if (res.status === 401) { B3.session = null; render(); throw new S3Error(401, 'NotLoggedIn', 'log in again'); }
+  if (!res.ok) {
+    let code = '', message = '';
+    if (method !== 'HEAD') {
+      const t = await res.text();
+      try { const d = parseXML(t); code = xtext(d, 'Code'); message = xtext(d, 'Message'); } catch (e) { /* not XML */ }
+      if (!code) { try { message = JSON.parse(t).error; } catch (e) { message = t.slice(0, 200); } }
+    } else code = res.headers.get('x-amz-error-code') || '';
+    throw new S3Error(res.status, code, message);
+  }
+  const out = { res };
+  if (opts.xml) out.doc = parseXML(await res.text());
+  return out;
+}
+
+// xmlDoc builds an XML document from [name, children|text] trees; the
+// serializer escapes every value.
+function xmlDoc(root, children) {
+  const doc = document.implementation.createDocument('http://s3.amazonaws.com/doc/2006-03-01/', root, null);
+  const add = (parent, list) => {
+    for (const [name, v] of list) {
+      const n = doc.createElementNS('http://s3.amazonaws.com/doc/2006-03-01/', name);
+      if (Array.isArray(v)) add(n, v); else n.textContent = String(v);
+      parent.append(n);
+    }
+  };
+  add(doc.documentElement, children);
+  return new XMLSerializer().serializeToString(doc);
+}
+
+// Routing: #/buckets, #/b/<bucket>?prefix=..., #/settings/<bucket>, #/ops, #/cluster.
+function route() {
+  const h = location.hash.replace(/^#/, '') || '/buckets';
+  const [path, qs] = h.split('?');
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  return { page: parts[0] || 'buckets', arg: parts[1] || '', query: new URLSearchParams(qs || '') };
+}
+
+function go(hash) { if (location.hash === hash) render(); else location.hash = hash; }
+
+function navLink(label, hash, active) { return el('a', { href: hash, text: label, class: active ? 'active' : '' }); }
+
+async function render() {
+  const app = document.getElementById('app');
+  if (!B3.session) {
+    try { B3.session = await api('GET', '/api/session'); } catch (e) { B3.session = null; }
+  }
+  if (!B3.session) { clear(app, B3.pages.login()); return; }
+  const r = route();
+  const main = el('main', { id: 'main' });
+  const nav = el('nav', {}, navLink('Buckets', '#/buckets', r.page !== 'ops' && r.page !== 'cluster'),
+    B3.session.admin ? navLink('Operations', '#/ops', r.page === 'ops') : null,
+    B3.session.admin && B3.session.cluster ? navLink('Cluster', '#/cluster', r.page === 'cluster') : null);
+  clear(app,
+    el('header', {}, el('span', { class: 'brand', text: 'b3' }), nav,
+      el('span', { class: 'who', text: B3.session.accessKey + (B3.session.admin ? ' (admin)' : '') }),
+      el('button', { text: 'Log out', id: 'logout', onclick: async () => { try { await api('POST', '/api/logout'); } catch (e) { /* gone already */ } B3.session = null; render(); } })),
+    main);
+  if (B3.stopTimers) { B3.stopTimers(); B3.stopTimers = null; }
+  const page = B3.pages[r.page] || B3.pages.buckets;
+  try { await page(main, r); } catch (e) { main.append(el('p', { class: 'error', text: String(e.message || e) })); }
+}
+
+B3.pages.login = function () {
+  const key = el('input', { id: 'accessKey', autocomplete: 'username', required: true });
+  const secret = el('input', { id: 'secretKey', type: 'password', autocomplete: 'current-password', required: true });
+  const msg = el('p', { class: 'error' });
+  const form = el('form', { class: 'card login', onsubmit: async e => {
+    e.preventDefault();
+    msg.textContent = '';
+    try {
+      const res = await fetch('/api/login', { method: 'POST', credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json', 'X-B3-Console': '1' },
+        body: JSON.stringify({ accessKey: key.value.trim(), secretKey: secret.value }) });
+      const data = await res.json();
+      if (!res.ok) throw new Error(data.error || 'login failed');
+      B3.session = data;
+      render();
+    } catch (err) { msg.textContent = err.message; }
+  } },
+  el('h1', { text: 'b3 console' }),
+  el('label', { for: 'accessKey', text: 'Access key' }), key,
+  el('label', { for: 'secretKey', text: 'Secret key' }), secret,
+  el('button', { class: 'primary', type: 'submit', id: 'login', text: 'Log in' }), msg);
+  return form;
+};
+
+window.addEventListener('hashchange', render);
+document.addEventListener('DOMContentLoaded', render);

@@ -1,0 +1,461 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/b3-storage/b3/internal/testutil"
+)
+
+// hostileKey must show as text wherever the console shows keys.
+const hostileKey = `<img src=x onerror=alert(1)>`
+
+const (
+	aliceKey    = "ALICEKEY000000000000"
+	aliceSecret = "alice/secret/0000000000000000000000000000"
+)
+
+// chromium finds Debian's chromium (scripts/install-test-tools.sh).
+func chromium(t *testing.T) string {
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	t.Fatal("chromium not found: run scripts/install-test-tools.sh (Debian package chromium)")
+	return ""
+}
+
+// newBrowser starts headless Chromium and returns its first tab; newTab
+// opens another tab in a fresh browser context (its own cookies).
+func newBrowser(t *testing.T) (first context.Context, newTab func() context.Context) {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox, // tests run as root
+		chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
+		chromedp.WindowSize(1280, 860),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(browserCtx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return browserCtx, func() context.Context {
+		ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
+		t.Cleanup(cancel)
+		return ctx
+	}
+}
+
+// trapAlert makes every later page of the tab record a call of alert():
+// a hostile key that ran as markup would call it.
+func trapAlert(ctx context.Context) error {
+	_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
+		page.AddScriptToEvaluateOnNewDocumentParams{Source: `window.alert = m => { window.__alerted = String(m); };`})
+	return err
+}
+
+func login(consoleURL, accessKey, secretKey string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.Navigate(consoleURL),
+		present(chromedp.CSS("#accessKey")),
+		chromedp.SendKeys(chromedp.ID("accessKey"), accessKey),
+		chromedp.SendKeys(chromedp.ID("secretKey"), secretKey),
+		chromedp.Click(chromedp.ID("login")),
+		present(chromedp.CSS("#buckets")),
+	)
+}
+
+// waitTrue polls a JavaScript expression until it is true.
+func waitTrue(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second))(ctx, t)
+		return err
+	})
+}
+
+// present and absent wait, polling in the page, for a selector to match
+// an element or none (the page re-renders whole subtrees, which the
+// polling sees at once).
+func present(sel chromedp.CSS) chromedp.Action[chromedp.Void] {
+	return waitTrue(fmt.Sprintf("!!document.querySelector(%s)", jsString(string(sel))))
+}
+
+func absent(sel chromedp.CSS) chromedp.Action[chromedp.Void] {
+	return waitTrue(fmt.Sprintf("!document.querySelector(%s)", jsString(string(sel))))
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func row(key string) chromedp.CSS { return chromedp.CSS(fmt.Sprintf(`tr[data-key=%q]`, key)) }
+
+func inRow(key, sel string) chromedp.CSS { return row(key) + chromedp.CSS(" "+sel) }
+
+// TestConsoleBrowser drives the console in headless Chromium against a
+// real b3 server: log in, create a bucket, upload by the file input,
+// list, download and compare bytes, preview an image and an HLS stream,
+// delete; a hostile key shows as text; another user does not see the
+// bucket.
+func TestConsoleBrowser(t *testing.T) {
+	srv := testutil.StartServer(t, testutil.ServerOptions{Args: []string{"--users", "alice:" + aliceKey + ":" + aliceSecret}})
+	consoleURL := "http://" + srv.ConsoleAddr + "/"
+	accessKey, secretKey := srv.Keys()
+
+	// Files to upload: random bytes (multipart: more than one 8 MiB part),
+	// a PNG, an HLS playlist with its segments, and a hostile name.
+	dir := t.TempDir()
+	big := make([]byte, 9<<20+12345)
+	_, _ = rand.Read(big)
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	files := []string{write("big.bin", big), write("image.png", pngImage(t)), write(hostileKey, []byte("hostile"))}
+	for _, name := range []string{"index.m3u8", "seg0.ts", "seg1.ts"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "hls", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, write(name, data))
+	}
+	downloads := t.TempDir()
+
+	ctx, newTab := newBrowser(t)
+	if err := trapAlert(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
+		t.Fatal(err)
+	}
+	shot := screenshotter(t, ctx)
+	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		do(t, ctx, step, actions...)
+	}
+	run("open", chromedp.Navigate(consoleURL), present(chromedp.CSS("#accessKey")))
+	shot("login")
+	run("log in", login(consoleURL, accessKey, secretKey))
+	run("create a bucket",
+		chromedp.SendKeys(chromedp.ID("new-bucket"), "media"),
+		chromedp.Click(chromedp.ID("create-bucket")),
+		present(chromedp.CSS(`tr[data-bucket="media"]`)))
+	shot("buckets")
+	run("open it", chromedp.Click(chromedp.CSS(`tr[data-bucket="media"] a.bucket-link`)), present(chromedp.CSS("#objects")))
+	run("upload by the file input", chromedp.SetUploadFiles(chromedp.ID("file-input"), files))
+	for _, key := range []string{"big.bin", "image.png", "index.m3u8", "seg0.ts", "seg1.ts", hostileKey} {
+		run("see "+key+" listed", present(row(key)))
+	}
+	shot("objects")
+	run("clear the upload list", chromedp.Click(chromedp.ID("clear-uploads")), waitTrue(`document.getElementById('uploads').style.display === 'none'`))
+
+	// The hostile key is text: the name cell reads it back verbatim, no
+	// element was made of it, and alert() never ran.
+	name, err := chromedp.Run(ctx, chromedp.Text(inRow(hostileKey, ".object-name")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#objects img, #uploads img').length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerted, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__alerted !== undefined`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name != hostileKey || images != 0 || alerted {
+		t.Errorf("hostile key shown as %q with %d img elements, alert called: %v; want the text, none, false", name, images, alerted)
+	}
+
+	run("download", chromedp.Click(inRow("big.bin", "a.download")))
+	got := waitForFile(t, filepath.Join(downloads, "big.bin"), int64(len(big)))
+	if !bytes.Equal(got, big) {
+		t.Fatalf("downloaded %d bytes differ from the %d uploaded", len(got), len(big))
+	}
+
+	run("preview the image",
+		chromedp.Click(inRow("image.png", ".object-name")),
+		waitTrue(`(() => { const i = document.getElementById('preview-image'); return !!i && i.complete && i.naturalWidth === 32; })()`))
+	shot("preview-image")
+	run("close", chromedp.Click(chromedp.CSS(".modal button.close")), absent(chromedp.CSS(".modal")))
+	run("play the HLS playlist",
+		chromedp.Click(inRow("index.m3u8", ".object-name")),
+		waitTrue(`(() => { const v = document.getElementById('preview-video'); return !!v && v.readyState >= 2; })()`))
+	shot("preview-hls")
+	run("close", chromedp.Click(chromedp.CSS(".modal button.close")), absent(chromedp.CSS(".modal")))
+
+	run("delete",
+		chromedp.Click(inRow("seg1.ts", ".delete-object")),
+		chromedp.Click(chromedp.CSS(".confirm-yes")),
+		absent(row("seg1.ts")))
+	if _, err := srv.Client(5*time.Second).HeadObject(context.Background(), headObject("media", "seg1.ts")); err == nil {
+		t.Error("seg1.ts still exists after the console deleted it")
+	}
+
+	testResume(t, ctx, srv, dir)
+	testPagingAndMultiDelete(t, ctx, srv, consoleURL)
+	testDetails(t, ctx, srv, consoleURL)
+
+	// The other main pages, for the documentation's pictures.
+	run("settings", chromedp.Navigate(consoleURL+"#/settings/media"), present(chromedp.CSS("#usage")))
+	shot("settings")
+	run("operations", chromedp.Navigate(consoleURL+"#/ops"), present(chromedp.CSS("#users table")))
+	if os.Getenv("B3_CONSOLE_SCREENSHOTS") != "" {
+		// Charts need a few samples (5 s apart) and some traffic.
+		run("charts", chromedp.Evaluate[chromedp.Void](`B3.load = setInterval(() => fetch('/s3/media?list-type=2'), 50)`),
+			waitTrue(`B3.metricPoints >= 4`), chromedp.Evaluate[chromedp.Void](`clearInterval(B3.load)`))
+	}
+	shot("operations")
+
+	// Another user sees neither the bucket in the list nor its objects.
+	ctx2 := newTab()
+	if err := chromedp.Do(ctx2, login(consoleURL, aliceKey, aliceSecret)); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := chromedp.Run(ctx2, chromedp.Text(chromedp.ID("buckets")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := chromedp.Run(ctx2, chromedp.Evaluate[int](`fetch('/s3/media?list-type=2').then(r => r.status)`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(listed, "media") || status != 403 {
+		t.Errorf("second user: bucket list %q, listing media answered %d; want no media and 403", listed, status)
+	}
+}
+
+func headObject(bucket, key string) *s3.HeadObjectInput {
+	return &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
+}
+
+func pngImage(t *testing.T) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 32, 24))
+	for y := range 24 {
+		for x := range 32 {
+			img.Set(x, y, color.RGBA{uint8(x * 8), uint8(y * 10), 128, 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// waitForFile waits until the browser has written the whole download.
+func waitForFile(t *testing.T, path string, size int64) []byte {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if st, err := os.Stat(path); err == nil && st.Size() == size {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}
+		if time.Now().After(deadline) {
+			entries, _ := os.ReadDir(filepath.Dir(path))
+			t.Fatalf("download %s did not complete; directory holds %v", path, entries)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// screenshotter saves screenshots into $B3_CONSOLE_SCREENSHOTS (the
+// documentation's pictures: docs/console); without it, none.
+func screenshotter(t *testing.T, ctx context.Context) func(name string) {
+	dir := os.Getenv("B3_CONSOLE_SCREENSHOTS")
+	return func(name string) {
+		if dir == "" {
+			return
+		}
+		buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// do runs one step of the test, bounded in time so that a page that
+// never reaches the awaited state fails the test instead of hanging it.
+func do(t *testing.T, ctx context.Context, step string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// testResume: the browser's first try of part 2 of a multipart upload
+// fails (the connection is reset); Resume sends the missing parts and the
+// object is whole.
+func testResume(t *testing.T, ctx context.Context, srv *testutil.Server, dir string) {
+	// Three parts of 8 MiB, of text: the DevTools event of the paused
+	// request carries the body, which cdproto decodes as a JSON string.
+	raw := make([]byte, (17<<20+777)/2)
+	_, _ = rand.Read(raw)
+	data := []byte(hex.EncodeToString(raw))
+	path := filepath.Join(dir, "resume.bin")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*partNumber=2&*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		failed := false
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			if !failed {
+				failed = true
+				_, _ = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonConnectionReset})
+			} else {
+				_, _ = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+			}
+		}
+	}()
+	resume := chromedp.CSS(`.upload[data-key="resume.bin"] button.resume`)
+	do(t, ctx, "upload with a failing part", chromedp.SetUploadFiles(chromedp.ID("file-input"), []string{path}),
+		waitTrue(fmt.Sprintf("(b => !!b && b.style.display !== 'none')(document.querySelector(%s))", jsString(string(resume)))))
+	do(t, ctx, "resume", chromedp.Click(resume), present(row("resume.bin")))
+	if _, err := chromedp.Call(ctx, fetch.Disable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	c := srv.Client(30 * time.Second)
+	out, err := c.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String("media"), Key: aws.String("resume.bin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(out.Body)
+	out.Body.Close()
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("resumed upload: %d bytes (%v), want the %d uploaded", len(got), err, len(data))
+	}
+	uploads, err := c.ListMultipartUploads(t.Context(), &s3.ListMultipartUploadsInput{Bucket: aws.String("media")})
+	if err != nil || len(uploads.Uploads) != 0 {
+		t.Errorf("after the resumed upload: %d multipart uploads open (%v), want none", len(uploads.Uploads), err)
+	}
+}
+
+// testPagingAndMultiDelete: 60 keys under a prefix are pages of 50 and
+// 10; two of them deleted at once.
+func testPagingAndMultiDelete(t *testing.T, ctx context.Context, srv *testutil.Server, consoleURL string) {
+	c := srv.Client(10 * time.Second)
+	for i := range 60 {
+		if _, err := c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("media"), Key: aws.String(fmt.Sprintf("many/%03d", i)), Body: strings.NewReader("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := func() int {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#objects tbody tr[data-key]').length`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	do(t, ctx, "page 1", chromedp.Navigate(consoleURL+"#/b/media?prefix=many%2F&size=50"), present(row("many/049")))
+	if n := rows(); n != 50 {
+		t.Errorf("page 1: %d rows, want 50", n)
+	}
+	do(t, ctx, "page 2", chromedp.Click(chromedp.ID("next-page")), present(row("many/059")))
+	if n := rows(); n != 10 {
+		t.Errorf("page 2: %d rows, want 10", n)
+	}
+	do(t, ctx, "delete two",
+		chromedp.Click(inRow("many/050", "input.pick")), chromedp.Click(inRow("many/051", "input.pick")),
+		chromedp.Click(chromedp.ID("delete-selected")), chromedp.Click(chromedp.CSS(".confirm-yes")),
+		absent(row("many/050")), absent(row("many/051")))
+	out, err := c.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String("media"), Prefix: aws.String("many/05")})
+	if err != nil || len(out.Contents) != 8 {
+		t.Errorf("after deleting two of many/05x: %d keys (%v), want 8", len(out.Contents), err)
+	}
+	do(t, ctx, "back to page 1", chromedp.Click(chromedp.CSS("#pager button")), present(row("many/000")))
+}
+
+// testDetails: hostile metadata shows as text; a tag saved in the page
+// is the object's; a share link opens the object without a session.
+func testDetails(t *testing.T, ctx context.Context, srv *testutil.Server, consoleURL string) {
+	c := srv.Client(10 * time.Second)
+	body := "shared bytes"
+	if _, err := c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("media"), Key: aws.String("meta.txt"),
+		Body: strings.NewReader(body), Metadata: map[string]string{"note": hostileKey}}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "details", chromedp.Navigate(consoleURL+"#/b/media"), chromedp.Click(inRow("meta.txt", "button.details")),
+		present(chromedp.CSS("#share")))
+	value, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#details .mv').value`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#details img').length`))
+	if err != nil || value != hostileKey || images != 0 {
+		t.Errorf("metadata shown as %q with %d img elements (%v); want the text and none", value, images, err)
+	}
+	do(t, ctx, "tag", chromedp.Click(chromedp.ID("add-tag")),
+		chromedp.SendKeys(chromedp.CSS("#tags tr:last-child .tk"), "camera"),
+		chromedp.SendKeys(chromedp.CSS("#tags tr:last-child .tv"), "front door"),
+		chromedp.Click(chromedp.ID("save-tags")),
+		waitTrue(`[...document.querySelectorAll('.toast')].some(t => t.textContent === 'Tags saved')`))
+	tags, err := c.GetObjectTagging(t.Context(), &s3.GetObjectTaggingInput{Bucket: aws.String("media"), Key: aws.String("meta.txt")})
+	if err != nil || len(tags.TagSet) != 1 || aws.ToString(tags.TagSet[0].Key) != "camera" || aws.ToString(tags.TagSet[0].Value) != "front door" {
+		t.Errorf("tags after saving: %+v (%v), want camera=front door", tags, err)
+	}
+	do(t, ctx, "share", chromedp.Click(chromedp.ID("share")), waitTrue(`document.getElementById('share-url').value.startsWith('http')`))
+	link, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('share-url').value`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(got) != body {
+		t.Errorf("share link %s: %s %q, want %q", link, resp.Status, got, body)
+	}
+	do(t, ctx, "close", chromedp.Click(chromedp.CSS(".modal button.close")), absent(chromedp.CSS(".modal")))
+}

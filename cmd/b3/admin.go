@@ -33,6 +33,8 @@ commands:
   cache                      cache statistics
   lifecycle run              one lifecycle pass now
   cluster status [--json]    members of the replica group, health, leader, term, lag (b3 node)
+  cluster add ID=ADDR [--json]  add the node waiting at cluster address ADDR (b3 node --join)
+  cluster remove ID [--json]    remove a member; it stops serving
 
 flags:
 `
@@ -182,6 +184,21 @@ func runAdmin(args []string, stdout, stderr io.Writer) int {
 		*asJSON = *asJSON || arg(2) == "--json" || arg(2) == "-json"
 		st, err := c.ClusterStatus(ctx)
 		return show(st, err, func() { printClusterStatus(stdout, st) })
+	case "cluster add", "cluster remove":
+		*asJSON = *asJSON || arg(3) == "--json" || arg(3) == "-json"
+		var ch admin.ClusterChange
+		var err error
+		if arg(1) == "add" {
+			id, addr, ok := strings.Cut(arg(2), "=")
+			if !ok || id == "" || addr == "" {
+				fmt.Fprintf(stderr, "b3 admin: cluster add %q: want ID=HOST:PORT (the node's --cluster-address)\n", arg(2))
+				return 2
+			}
+			ch, err = c.AddClusterMember(ctx, id, addr)
+		} else {
+			ch, err = c.RemoveClusterMember(ctx, arg(2))
+		}
+		return show(ch, err, func() { printClusterChange(stdout, ch) })
 	}
 	fmt.Fprintf(stderr, "b3 admin: unknown command %q\n\n", strings.Join(cmd, " "))
 	fs.Usage()

@@ -316,6 +316,9 @@ const (
 	DefaultTrailingLogs      = 10240
 )
 
+// snapshotTimeoutScale: see startRaft.
+const snapshotTimeoutScale = 256
+
 func (n *Node) raftConfig() *raft.Config {
 	conf := raft.DefaultConfig()
 	conf.LocalID = raft.ServerID(n.cfg.ID)
@@ -333,6 +336,10 @@ func (n *Node) startRaft(mux *portMux) error {
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: raftLayer{mux.raft}, MaxPool: 8, Timeout: 10 * time.Second, Logger: conf.Logger,
 	})
+	// A follower answers InstallSnapshot once it has restored it, having
+	// fetched the bytes its records name: the leader's wait scales with
+	// the snapshot, 10 s per 256 bytes of it (about one object record).
+	trans.TimeoutScale = snapshotTimeoutScale
 	snaps, err := openSnapshotStore(n.cfg.Root, conf.Logger)
 	if err != nil {
 		return err

@@ -143,13 +143,16 @@ func (r *replica) snapshot(index uint64) []byte {
 	return r.readAll(rc, err)
 }
 
-// restore restores data into r, fetching bytes from src; it returns the
-// bytes fetched. Keys named "gone" are answered gone, as a peer past the
+// restore restores data into r, fetching bytes from src (nil: every
+// fetch fails); it returns the bytes fetched. Keys named "gone" are answered gone, as a peer past the
 // snapshot that no longer holds them would.
 func (r *replica) restore(data []byte, src *replica) (fetched int64, err error) {
 	fetch := func(ctx context.Context, ref bytesRef) (*objstore.Staged, error) {
 		if ref.Key == "gone" {
 			return nil, errGone
+		}
+		if src == nil {
+			return nil, errors.New("no peer answers")
 		}
 		var exts []meta.Extent
 		var size int64
@@ -250,6 +253,14 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 
 	data := src.snapshot(100)
+	// A restore cut short (no peer has the bytes) leaves the stamp where
+	// it was: the next start restores again.
+	if _, err := dst.restore(data, nil); err == nil {
+		t.Fatal("a restore whose fetches fail succeeded")
+	}
+	if have, _ := dst.store.Applied(); have != 12 {
+		t.Fatalf("applied %d after a failed restore, want the 12 it had", have)
+	}
 	fetched, err := dst.restore(data, src)
 	if err != nil {
 		t.Fatal(err)

@@ -78,6 +78,7 @@ func TestClusterMembership(t *testing.T) {
 	if err := json.Unmarshal(out, &ch); err != nil || ch.Op != "add" || ch.ID != "n4" || ch.Suffrage != "nonvoter" || ch.Leader != c.Nodes[leader].ID {
 		t.Fatalf("cluster add --json: %s (%v)", out, err)
 	}
+	added := time.Now()
 	waitFor(ctx, t, "n4 to become a voter and catch up", func() bool {
 		st, err := c.Status(leader)
 		if err != nil {
@@ -90,6 +91,7 @@ func TestClusterMembership(t *testing.T) {
 		}
 		return false
 	})
+	t.Logf("n4 became a voter and caught up %.1fs after it was added", time.Since(added).Seconds())
 	if m := member(t, c, n4); m.SnapshotsRestored == 0 {
 		t.Errorf("n4 did not receive the leader's snapshot: %+v", m)
 	}

@@ -23,8 +23,8 @@ import (
 // cluster add` and shrinks it with `b3 admin cluster remove`, both asked
 // of nodes that do not lead: the new node receives the leader's snapshot
 // and fetches the bytes, becomes a voter by itself, and serves every
-// object; the removed node stops serving and says why, refuses to start
-// again, and the others go on taking writes.
+// object, and restarts into the group; the removed node stops serving and
+// says why, refuses to start again, and the others go on taking writes.
 func TestClusterMembership(t *testing.T) {
 	c := testutil.StartCluster(t, testutil.ClusterOptions{Args: snapshotArgs})
 	cl := clients(c)
@@ -118,6 +118,16 @@ func TestClusterMembership(t *testing.T) {
 	for i := range 10 { // the rest goes on
 		put(cl[[]int{leader, other, n4}[i%3]], fmt.Sprintf("after-%d", i), randomBytes(uint64(500+i), 40<<10))
 	}
+	// The added node restarts (still --join) into the group it joined.
+	waitFor(ctx, t, "n4 to record the cluster it joined", func() bool {
+		id := member(t, c, n4).ClusterID
+		return id != "" && id == member(t, c, leader).ClusterID
+	})
+	c.Kill(n4)
+	if err := c.Start(n4); err != nil {
+		t.Fatal(err)
+	}
+	put(cl[n4], "after-restart", randomBytes(600, 10<<10))
 	if err := c.WaitConverged(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,20 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return fmt.Errorf("listen on --cluster-address %s: %w", cfg.ClusterAddress, err)
 	}
 	mux := newPortMux(clusterLn)
-	if err := n.startRaft(mux); err != nil {
+	// Raft restores its latest snapshot inside NewRaft, and a store behind
+	// it fetches bytes from peers until they answer: a signal meanwhile
+	// ends the fetches (and the start).
+	started := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			n.close()
+		case <-started:
+		}
+	}()
+	err = n.startRaft(mux)
+	close(started)
+	if err != nil {
 		mux.Close()
 		_ = n.shutdown()
 		return fmt.Errorf("start raft: %w", err)

@@ -59,6 +59,8 @@ func adminCommands() []adminCommand {
 		{name: "cache", summary: "cache statistics", run: adminCache},
 		{name: "lifecycle run", summary: "one lifecycle pass now", run: adminLifecycleRun},
 		{name: "cluster status", summary: "members of the replica group, health, leader, term, lag (b3 node)", run: adminClusterStatus},
+		{name: "cluster add", args: "<id>=<host:port>", summary: "add the node waiting at that cluster address (b3 node --join)", nargs: [2]int{1, 1}, run: adminClusterAdd},
+		{name: "cluster remove", args: "<id>", summary: "remove a member; it stops serving", nargs: [2]int{1, 1}, run: adminClusterRemove},
 	}
 }
 

@@ -187,6 +187,9 @@ func TestAdminJSONShapes(t *testing.T) {
 	st, _ := json.Marshal(admin.ClusterStatus{Members: []admin.ClusterMember{{}}})
 	check(t, "cluster status", docs, string(st))
 	ran["cluster status"] = true
+	ch, _ := json.Marshal(admin.ClusterChange{})
+	check(t, "cluster add", docs, string(ch))
+	check(t, "cluster remove", docs, string(ch))
 	for _, cmd := range adminCommands() {
 		if !ran[cmd.name] && !strings.HasPrefix(cmd.name, "cluster ") {
 			t.Errorf("b3 admin %s: not run by this test (add it to the script and its JSON to docs/OPERATIONS.md)", cmd.name)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -373,6 +374,20 @@ func adminLifecycleRun(a *adminCall) (any, func(io.Writer), error) {
 func adminClusterStatus(a *adminCall) (any, func(io.Writer), error) {
 	st, err := a.c.ClusterStatus(a.ctx)
 	return st, func(w io.Writer) { printClusterStatus(w, st) }, err
+}
+
+func adminClusterAdd(a *adminCall) (any, func(io.Writer), error) {
+	id, addr, ok := strings.Cut(a.arg(0), "=")
+	if !ok || id == "" || addr == "" {
+		return nil, nil, usageError{fmt.Sprintf("cluster add %q: want ID=HOST:PORT (the node's --cluster-address)", a.arg(0))}
+	}
+	ch, err := a.c.AddClusterMember(a.ctx, id, addr)
+	return ch, func(w io.Writer) { printClusterChange(w, ch) }, err
+}
+
+func adminClusterRemove(a *adminCall) (any, func(io.Writer), error) {
+	ch, err := a.c.RemoveClusterMember(a.ctx, a.arg(0))
+	return ch, func(w io.Writer) { printClusterChange(w, ch) }, err
 }
 
 func yesNo(b bool) string {

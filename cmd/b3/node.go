@@ -32,11 +32,12 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 		pacing                       bool
 		minRate                      string
 	)
-	fs.StringVar(&cfg.ID, "id", "", "this node's id, one of --peers (required)")
+	fs.StringVar(&cfg.ID, "id", "", "this node's id, one of --peers, or new with --join (required)")
 	fs.StringVar(&cfg.Root, "data", "", "data directory of this node (required; a new node needs an empty one)")
 	fs.StringVar(&cfg.Address, "address", "127.0.0.1:9000", "S3 API listen address")
 	fs.StringVar(&cfg.ClusterAddress, "cluster-address", "", "address for raft and node-to-node traffic; must match this node's entry in --peers")
 	fs.StringVar(&peers, "peers", "", "the replica group: id=host:port,... (the same list on every node; used on the first start)")
+	fs.BoolVar(&cfg.Join, "join", false, "no --peers: wait to be added to a running cluster (b3 admin cluster add ID=CLUSTER-ADDRESS)")
 	fs.StringVar(&replication, "replication", "sync", "sync: acknowledge once a majority holds a write; async: once the leader does")
 	fs.StringVar(&cfg.AdminAddress, "admin-address", "", "admin API listen address (b3 admin; needs B3_ADMIN_TOKEN)")
 	fs.StringVar(&cfg.ConsoleAddress, "console-address", "127.0.0.1:9002", "web console listen address (\"\" disables); log in with any user's access key and secret key")
@@ -50,6 +51,9 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&limits[3], "background-write-limit", "0", "disk write bytes/s of vacuum and catch-up (0 = what clients leave)")
 	fs.BoolVar(&pacing, "background-pacing", true, "pace vacuum and catch-up by client load: full speed when clients are idle, --background-min-rate under load")
 	fs.StringVar(&minRate, "background-min-rate", "8MiB", "background work (bytes read + written) per second kept under sustained client load")
+	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cluster.DefaultSnapshotThreshold, "commands after the last Raft snapshot that make the next one")
+	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cluster.DefaultSnapshotInterval, "how often to check --snapshot-threshold")
+	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cluster.DefaultTrailingLogs, "log entries kept behind a snapshot, for followers a little behind")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -61,12 +65,14 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "b3 node: "+format+"\n", a...)
 		return 2
 	}
-	if cfg.ID == "" || cfg.Root == "" || cfg.ClusterAddress == "" || peers == "" {
-		return fail("--id, --data, --cluster-address and --peers are required")
+	if cfg.ID == "" || cfg.Root == "" || cfg.ClusterAddress == "" || (peers == "") == !cfg.Join {
+		return fail("--id, --data, --cluster-address and one of --peers (a new cluster, or a member of one) or --join (a node to add) are required")
 	}
 	var err error
-	if cfg.Peers, err = cluster.ParsePeers(peers); err != nil {
-		return fail("--peers: %v", err)
+	if !cfg.Join {
+		if cfg.Peers, err = cluster.ParsePeers(peers); err != nil {
+			return fail("--peers: %v", err)
+		}
 	}
 	for _, p := range cfg.Peers {
 		if p.ID == cfg.ID && p.Address != cfg.ClusterAddress {
@@ -111,6 +117,18 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+func printClusterChange(w io.Writer, ch admin.ClusterChange) {
+	if ch.Op == "add" {
+		fmt.Fprintf(w, "added %s (%s) as a non-voter; it receives the data and becomes a voter once it has caught up (b3 admin cluster status)\n", ch.ID, ch.Address)
+		return
+	}
+	fmt.Fprintf(w, "removed %s (%s)", ch.ID, ch.Address)
+	if !ch.Notified && ch.ID != ch.Leader {
+		fmt.Fprint(w, "; it could not be told: stop it")
+	}
+	fmt.Fprintln(w)
+}
+
 func printClusterStatus(w io.Writer, st admin.ClusterStatus) {
 	leader := st.Leader
 	if leader == "" {
@@ -124,7 +142,11 @@ func printClusterStatus(w io.Writer, st admin.ClusterStatus) {
 		if !m.Healthy {
 			health = "DOWN: " + m.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.1f\t%d\n", m.ID, m.ClusterAddress, health, m.State, m.AppliedIndex, m.LagEntries, m.LagSeconds, m.PendingPushBytes)
+		state := m.State
+		if m.Suffrage != "" && m.Suffrage != "voter" {
+			state += " (" + m.Suffrage + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.1f\t%d\n", m.ID, m.ClusterAddress, health, state, m.AppliedIndex, m.LagEntries, m.LagSeconds, m.PendingPushBytes)
 	}
 	_ = tw.Flush()
 }

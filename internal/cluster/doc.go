@@ -32,6 +32,13 @@
 //	    the log index)
 //	leader: 200 to the client once its own fsm applied the command
 //
+// Members are added (as non-voters, promoted once caught up) and removed
+// with Raft configuration changes (membership.go).
+//
+// Snapshots (snapshot.go) hold the records at one log index, not the
+// bytes: a node that restores one fetches the bytes it lacks from a peer,
+// as for a command whose bytes it missed.
+//
 // Objects up to --inline-max ride inside the command and are kept inline
 // in their record; nothing travels beside the log for them.
 //
@@ -44,9 +51,9 @@
 //   - Ids (versions, stage ids) are term<<32 | counter, allocated only by a
 //     node that leads in that term and has applied everything committed
 //     before it (a barrier); one node leads per term, so ids never repeat.
-//   - In sync mode a write's bytes are durable on a majority before its
-//     command is proposed, and the command is committed on a majority
-//     before the write is acknowledged: any surviving majority holds the
+//   - In sync mode a write's bytes are durable on a majority of the
+//     voters before its command is proposed, and the command is committed
+//     on a majority before the write is acknowledged: any surviving majority holds the
 //     command and at least one copy of the bytes. A node that applies a
 //     command without the bytes fetches them from a peer before it
 //     installs the record: a record never references bytes the node lacks.
@@ -65,9 +72,8 @@
 //
 // # Not done (see docs/CLUSTER.md)
 //
-// Raft snapshots (the log is kept whole and replayed at start), adding and
-// removing members, the cluster-wide map of several groups and partition
-// moves, lifecycle expiry as replicated deletes (expired objects are
+// The cluster-wide map of several groups and partition moves, lifecycle
+// expiry as replicated deletes (expired objects are
 // hidden on reads but not deleted), a background I/O budget for the
 // pushes themselves (fetches use the background class), authentication
 // between nodes.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -23,13 +24,16 @@ import (
 //   - Commands are applied in log order, one at a time (raft calls Apply
 //     from one goroutine).
 //   - Each store change commits with its log index (objstore's stamp);
-//     after a restart raft replays the log from the start (there are no
-//     snapshots) and every command at or below the stamp found at open
-//     (skipTo) is skipped, so none is applied twice.
+//     after a restart raft replays the log from its latest snapshot (or
+//     the start), and every command at or below the stamp found at open
+//     (skipTo) is skipped, so none is applied twice. A restored snapshot
+//     moves skipTo to its index.
 //   - A command's outcome depends only on the command and the state before
 //     it, never on this node's clock or counters.
 type fsm struct {
 	node    *Node
+	closing context.Context // the node's: ends a restore's fetches
+	fetch   fetchFunc       // Node.fetch: bytes from a peer
 	store   *objstore.Store
 	users   *userState
 	log     *slog.Logger
@@ -38,6 +42,15 @@ type fsm struct {
 	// appliedAt is when the last command was applied (unix ns), for the
 	// lag a status reports.
 	appliedAt atomic.Int64
+	// handled counts the entries raft handed to Apply since this process
+	// started (applied or skipped): after a restart, those after the
+	// latest snapshot only.
+	handled atomic.Uint64
+	// snapshotIndex is the index of the last snapshot taken or restored.
+	snapshotIndex atomic.Uint64
+	// restored counts snapshots installed into the store (not counting a
+	// restart's, which finds the store already there).
+	restored atomic.Uint64
 }
 
 // applyResult is what Apply returns to the proposer (on the leader).
@@ -51,6 +64,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 		f.applied.Store(l.Index)
 		f.appliedAt.Store(time.Now().UnixNano())
 	}()
+	f.handled.Add(1)
 	if l.Index <= f.skipTo {
 		return applyResult{}
 	}
@@ -177,16 +191,60 @@ func (f *fsm) bytes(ref bytesRef) (*objstore.Staged, error) {
 // (the leader that pushed them may be cut off, the connection hanging).
 const pushWait = 2 * time.Second
 
-// Snapshot is not supported: the log is kept whole (SnapshotThreshold is
-// set out of reach), and a replica catches up by replaying it. See
-// docs/CLUSTER.md, "What is not done".
+// Snapshot captures the state after the last applied command (see
+// snapshot.go). It runs between two applies; the snapshot is written
+// afterwards, from a meta View, while applies go on.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	return nil, errors.New("cluster: snapshots are not implemented")
+	index := f.applied.Load()
+	if index < f.skipTo {
+		// Still replaying what the store holds: the store is ahead of
+		// the log position, and a snapshot now would say otherwise.
+		return nil, fmt.Errorf("cluster: replaying the log (at %d of %d): no snapshot yet", index, f.skipTo)
+	}
+	// The store's stamp reaches index, synced, before raft may drop the
+	// log below it: a restart finds every command up to index applied.
+	if err := f.store.StampApplied(index); err != nil {
+		return nil, err
+	}
+	f.snapshotIndex.Store(index)
+	return &fsmSnapshot{index: index, view: f.store.Meta().NewView(), users: f.users.snapshot()}, nil
 }
 
+// Restore makes the store the snapshot's state. A store already at or
+// past the snapshot's index (a restart: raft restores its latest
+// snapshot first) is left as it is: only the header is read.
 func (f *fsm) Restore(rc io.ReadCloser) error {
-	rc.Close()
-	return errors.New("cluster: snapshots are not implemented")
+	defer rc.Close()
+	sr, err := newSnapshotReader(rc)
+	if err != nil {
+		return err
+	}
+	have, err := f.store.Applied()
+	if err != nil {
+		return err
+	}
+	if have >= sr.index {
+		f.log.Info("snapshot: the store already holds it", "snapshot", sr.index, "store", have)
+		f.applied.Store(max(f.applied.Load(), sr.index))
+		f.snapshotIndex.Store(sr.index)
+		return nil
+	}
+	start := time.Now()
+	f.log.Info("snapshot: restoring", "index", sr.index, "store", have)
+	rs, err := restoreSnapshot(f.closing, sr, f.store, f.users, f.fetch)
+	if err != nil {
+		return fmt.Errorf("cluster: restore snapshot %d: %w", sr.index, err)
+	}
+	if err := f.store.StampApplied(sr.index); err != nil {
+		return err
+	}
+	f.skipTo = sr.index
+	f.applied.Store(sr.index)
+	f.appliedAt.Store(time.Now().UnixNano())
+	f.snapshotIndex.Store(sr.index)
+	f.restored.Add(1)
+	f.log.Info("snapshot: restored", "index", sr.index, "fetched_bytes", rs.fetched, "took", time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 var _ raft.FSM = (*fsm)(nil)

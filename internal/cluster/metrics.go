@@ -18,10 +18,14 @@ var (
 	descPending = prometheus.NewDesc("b3_cluster_pending_push_bytes",
 		"Object bytes this leader is still pushing to followers; in async mode, acknowledged bytes not yet on every follower.", nil, nil)
 	descContact = prometheus.NewDesc("b3_cluster_last_contact_seconds", "Seconds since this follower last heard from the leader.", nil, nil)
+	descSnap    = prometheus.NewDesc("b3_cluster_snapshot_index", "Log index of this node's latest Raft snapshot, taken or restored (0: none).", nil, nil)
+	descFirst   = prometheus.NewDesc("b3_cluster_first_log_index", "Oldest Raft log index this node keeps; the log below is compacted into the snapshot.", nil, nil)
+	descHandled = prometheus.NewDesc("b3_cluster_entries_since_start_total", "Log entries handed to this node's state machine since the process started (applied or skipped as held).", nil, nil)
+	descRestore = prometheus.NewDesc("b3_cluster_snapshots_restored_total", "Snapshots this node installed from its leader since the process started.", nil, nil)
 )
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact} {
+	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore} {
 		ch <- d
 	}
 }
@@ -42,6 +46,10 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descApplied, float64(info.AppliedIndex))
 	gauge(descLast, float64(info.LastLogIndex))
 	gauge(descPending, float64(info.PendingPushBytes))
+	gauge(descSnap, float64(info.SnapshotIndex))
+	gauge(descFirst, float64(info.FirstLogIndex))
+	ch <- prometheus.MustNewConstMetric(descHandled, prometheus.CounterValue, float64(info.EntriesSinceStart))
+	ch <- prometheus.MustNewConstMetric(descRestore, prometheus.CounterValue, float64(info.SnapshotsRestored))
 	if n.raft.State() != raft.Leader {
 		gauge(descContact, info.LastContactSeconds)
 	}

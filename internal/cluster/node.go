@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -48,8 +49,9 @@ const (
 
 // Peer is one member of the replica group.
 type Peer struct {
-	ID      string
-	Address string // its --cluster-address
+	ID       string
+	Address  string // its --cluster-address
+	NonVoter bool   // added, still catching up (see membership.go)
 }
 
 // ParsePeers parses "n1=host:port,n2=host:port,...".
@@ -87,7 +89,10 @@ type Config struct {
 	Address        string // S3 API
 	ClusterAddress string // raft and node-to-node HTTP
 	Peers          []Peer
-	Replication    Replication // default Sync
+	// Join: the node has no --peers; it waits to be added to a running
+	// cluster (b3 admin cluster add) and never bootstraps one.
+	Join        bool
+	Replication Replication // default Sync
 
 	AdminAddress, AdminToken string
 	// ConsoleAddress is the web console's listener ("": none); ConsoleTLS,
@@ -110,7 +115,14 @@ type Config struct {
 	Pace            iolimit.PacerConfig
 	VacuumInterval  time.Duration
 	VacuumThreshold float64
-	Logger          *slog.Logger
+	// Snapshots: a node snapshots its state once SnapshotThreshold
+	// commands followed the last snapshot (checked every SnapshotInterval)
+	// and keeps TrailingLogs entries of log behind it, for followers that
+	// fall a little behind. 0: the defaults below.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+	Logger            *slog.Logger
 	// Ready, if set, is called with the bound S3 and cluster addresses once
 	// the node serves.
 	Ready func(s3Addr, clusterAddr string)
@@ -119,10 +131,13 @@ type Config struct {
 // identity is DATA/cluster.json: which node and which cluster a data
 // directory belongs to. Written at the first start; checked at every later
 // one, so that a directory is never served under another node's id or
-// joined to another cluster.
+// joined to another cluster. A node started with --join records its
+// cluster once it is added (until then ClusterID is empty); a node removed
+// from its cluster records that, and never starts again.
 type identity struct {
 	NodeID    string `json:"node_id"`
 	ClusterID string `json:"cluster_id"`
+	Removed   string `json:"removed,omitempty"` // why and when, once removed
 }
 
 const identityFile = "cluster.json"
@@ -139,63 +154,80 @@ func clusterID(peers []Peer) string {
 }
 
 // checkIdentity refuses a data directory that belongs to another node or
-// cluster, or holds a single server's data, and records the identity of a
-// new one.
-func checkIdentity(cfg Config) error {
-	self := -1
-	for i, p := range cfg.Peers {
-		if p.ID == cfg.ID {
-			self = i
+// cluster, or holds a single server's data, or a removed node's, and
+// records the identity of a new one. It returns the identity.
+func checkIdentity(cfg Config) (identity, error) {
+	want := identity{NodeID: cfg.ID}
+	if !cfg.Join {
+		self := -1
+		for i, p := range cfg.Peers {
+			if p.ID == cfg.ID {
+				self = i
+			}
 		}
+		if self < 0 {
+			return want, fmt.Errorf("--id %s is not in --peers", cfg.ID)
+		}
+		want.ClusterID = clusterID(cfg.Peers)
 	}
-	if self < 0 {
-		return fmt.Errorf("--id %s is not in --peers", cfg.ID)
-	}
-	want := identity{NodeID: cfg.ID, ClusterID: clusterID(cfg.Peers)}
 	path := filepath.Join(cfg.Root, identityFile)
 	data, err := os.ReadFile(path)
 	switch {
 	case err == nil:
 		var have identity
 		if err := json.Unmarshal(data, &have); err != nil {
-			return fmt.Errorf("%s is malformed: %v", path, err)
+			return want, fmt.Errorf("%s is malformed: %v", path, err)
 		}
 		if have.NodeID != want.NodeID {
-			return fmt.Errorf("data directory %s belongs to node %q, not %q: start it with --id %s, or give this node its own directory", cfg.Root, have.NodeID, want.NodeID, have.NodeID)
+			return want, fmt.Errorf("data directory %s belongs to node %q, not %q: start it with --id %s, or give this node its own directory", cfg.Root, have.NodeID, want.NodeID, have.NodeID)
 		}
-		if have.ClusterID != want.ClusterID {
-			return fmt.Errorf("data directory %s belongs to another cluster (id %s; these --peers make %s): start it with the --peers it was created with", cfg.Root, have.ClusterID, want.ClusterID)
+		if have.Removed != "" {
+			return want, fmt.Errorf("node %s was removed from its cluster (%s): its data directory %s is not served again; to add this machine back, start it with an empty --data and --join, then b3 admin cluster add", cfg.ID, have.Removed, cfg.Root)
 		}
-		return nil
+		if !cfg.Join && have.ClusterID != want.ClusterID {
+			return want, fmt.Errorf("data directory %s belongs to another cluster (id %s; these --peers make %s): start it with the --peers it was created with (or --join, if it was added with b3 admin cluster add)", cfg.Root, have.ClusterID, want.ClusterID)
+		}
+		return have, nil
 	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("read %s: %w", path, err)
+		return want, fmt.Errorf("read %s: %w", path, err)
 	}
 	entries, err := os.ReadDir(cfg.Root)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return want, err
 	}
 	if len(entries) > 0 {
-		return fmt.Errorf("data directory %s is not empty and has no %s (a b3 server's data?): a node needs an empty directory of its own", cfg.Root, identityFile)
+		return want, fmt.Errorf("data directory %s is not empty and has no %s (a b3 server's data?): a node needs an empty directory of its own", cfg.Root, identityFile)
 	}
 	if err := os.MkdirAll(cfg.Root, vfs.DirPerm); err != nil {
-		return err
+		return want, err
 	}
-	data, _ = json.MarshalIndent(want, "", "  ")
-	return server.WriteFileSync(path, append(data, '\n'), 0o600)
+	return want, writeIdentity(cfg.Root, want)
+}
+
+func writeIdentity(root string, id identity) error {
+	data, _ := json.MarshalIndent(id, "", "  ")
+	return server.WriteFileSync(filepath.Join(root, identityFile), append(data, '\n'), 0o600)
 }
 
 // Node is one running cluster member.
 type Node struct {
-	cfg     Config
-	log     *slog.Logger
-	store   *objstore.Store
-	limiter *iolimit.Limiter
-	pacer   *iolimit.Pacer
-	raft    *raft.Raft
-	fsm     *fsm
-	logs    *logStore
-	users   *userState
+	cfg Config
+	// identity is DATA/cluster.json as read or written at start; idMu
+	// guards it once running (a joining node learns its cluster id, a
+	// removed one records its removal).
+	idMu     sync.Mutex
+	identity identity
+	log      *slog.Logger
+	store    *objstore.Store
+	limiter  *iolimit.Limiter
+	pacer    *iolimit.Pacer
+	raft     *raft.Raft
+	fsm      *fsm
+	logs     *logStore
+	users    *userState
 
+	// startPeers is the group before raft runs (members).
+	startPeers []Peer
 	stages     *stages
 	peerClient *http.Client
 	api        *s3api.Server
@@ -207,6 +239,7 @@ type Node struct {
 	readyTerm atomic.Uint64
 	idCounter atomic.Uint64
 	pending   atomic.Int64 // bytes being pushed to followers
+	removed   atomic.Bool  // removed from the group: serves no S3
 	pushes    tracker
 	registry  *prometheus.Registry
 
@@ -242,13 +275,16 @@ func (n *Node) noteLeader() {
 
 // open starts the store and raft; Run serves them.
 func open(cfg Config) (*Node, error) {
-	if err := checkIdentity(cfg); err != nil {
+	id, err := checkIdentity(cfg)
+	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, stages: newStages(), registry: admin.NewRegistry(), leaderChanged: make(chan struct{})}
+	if cfg.Join && len(cfg.Peers) > 0 {
+		return nil, errors.New("--join and --peers exclude each other")
+	}
+	n := &Node{cfg: cfg, identity: id, log: cfg.Logger, stages: newStages(), registry: admin.NewRegistry(), leaderChanged: make(chan struct{})}
 	n.closing, n.close = context.WithCancel(context.Background())
 	n.peerClient = &http.Client{Transport: pooledTransport()}
-	var err error
 	if n.users, err = openUserState(cfg.Root); err != nil {
 		return nil, err
 	}
@@ -267,7 +303,7 @@ func open(cfg Config) (*Node, error) {
 		n.store.Close()
 		return nil, err
 	}
-	n.fsm = &fsm{node: n, store: n.store, users: n.users, log: cfg.Logger, skipTo: applied}
+	n.fsm = &fsm{node: n, closing: n.closing, fetch: n.fetch, store: n.store, users: n.users, log: cfg.Logger, skipTo: applied}
 	if n.logs, err = openLogStore(filepath.Join(cfg.Root, "raft"), cfg.Logger); err != nil {
 		n.store.Close()
 		return nil, err
@@ -275,13 +311,25 @@ func open(cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// Snapshot defaults: a snapshot every 8192 commands (checked every 2
+// minutes), and 10240 entries of log kept behind it. A snapshot holds
+// records, not bytes: it is cheap to take, and the log it replaces is the
+// cost of every restart.
+const (
+	DefaultSnapshotThreshold = 8192
+	DefaultSnapshotInterval  = 2 * time.Minute
+	DefaultTrailingLogs      = 10240
+)
+
+// snapshotTimeoutScale: see startRaft.
+const snapshotTimeoutScale = 256
+
 func (n *Node) raftConfig() *raft.Config {
 	conf := raft.DefaultConfig()
 	conf.LocalID = raft.ServerID(n.cfg.ID)
-	// No snapshots (see fsm.Snapshot): the log is kept whole.
-	conf.SnapshotThreshold = 1 << 62
-	conf.SnapshotInterval = 365 * 24 * time.Hour
-	conf.NoSnapshotRestoreOnStart = true
+	conf.SnapshotThreshold = cmp.Or(n.cfg.SnapshotThreshold, DefaultSnapshotThreshold)
+	conf.SnapshotInterval = cmp.Or(n.cfg.SnapshotInterval, DefaultSnapshotInterval)
+	conf.TrailingLogs = cmp.Or(n.cfg.TrailingLogs, DefaultTrailingLogs)
 	conf.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft." + n.cfg.ID, Level: hclog.Warn, Output: os.Stderr})
 	return conf
 }
@@ -293,12 +341,28 @@ func (n *Node) startRaft(mux *portMux) error {
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: raftLayer{mux.raft}, MaxPool: 8, Timeout: 10 * time.Second, Logger: conf.Logger,
 	})
-	snaps := raft.NewDiscardSnapshotStore()
+	// A follower answers InstallSnapshot once it has restored it, having
+	// fetched the bytes its records name: the leader's wait scales with
+	// the snapshot, 10 s per 256 bytes of it (about one object record).
+	trans.TimeoutScale = snapshotTimeoutScale
+	snaps, err := openSnapshotStore(n.cfg.Root, conf.Logger)
+	if err != nil {
+		return err
+	}
+	// Raft restores its latest snapshot inside NewRaft; a store behind it
+	// fetches bytes from the members that snapshot names.
+	n.startPeers = n.cfg.Peers
+	if list, err := snaps.List(); err == nil && len(list) > 0 {
+		n.startPeers = nil
+		for _, s := range list[0].Configuration.Servers {
+			n.startPeers = append(n.startPeers, Peer{ID: string(s.ID), Address: string(s.Address)})
+		}
+	}
 	existing, err := raft.HasExistingState(n.logs, n.logs, snaps)
 	if err != nil {
 		return err
 	}
-	if !existing {
+	if !existing && !n.cfg.Join {
 		var servers []raft.Server
 		for _, p := range n.cfg.Peers {
 			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Address), Suffrage: raft.Voter})
@@ -396,33 +460,42 @@ func (n *Node) propose(c *command) (*meta.Object, error) {
 	return res.obj, res.err
 }
 
-// followers returns the other members' cluster addresses.
+// followers returns the other voters' cluster addresses: those that
+// receive pushes and count towards a write's majority. Non-voters (members
+// still catching up, see membership.go) fetch what they need instead.
 func (n *Node) followers() []string {
 	var out []string
 	for _, p := range n.members() {
-		if p.ID != n.cfg.ID {
+		if p.ID != n.cfg.ID && !p.NonVoter {
 			out = append(out, p.Address)
 		}
 	}
 	return out
 }
 
-// members returns the group as raft knows it.
+// members returns the group as raft knows it (before raft runs: as the
+// latest snapshot, or --peers, says).
 func (n *Node) members() []Peer {
+	if n.raft == nil {
+		return n.startPeers
+	}
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
-		return n.cfg.Peers
+		return n.startPeers
 	}
 	var out []Peer
 	for _, s := range f.Configuration().Servers {
-		out = append(out, Peer{ID: string(s.ID), Address: string(s.Address)})
+		out = append(out, Peer{ID: string(s.ID), Address: string(s.Address), NonVoter: s.Suffrage != raft.Voter})
 	}
 	return out
 }
 
 // peersLeaderFirst lists the other members, the leader first.
 func (n *Node) peersLeaderFirst() []string {
-	leader, _ := n.raft.LeaderWithID()
+	var leader raft.ServerAddress
+	if n.raft != nil {
+		leader, _ = n.raft.LeaderWithID()
+	}
 	var out []string
 	if leader != "" && string(leader) != n.cfg.ClusterAddress {
 		out = append(out, string(leader))
@@ -441,7 +514,13 @@ func (n *Node) quorumPeers() int {
 	if n.cfg.Replication == Async {
 		return 0
 	}
-	return len(n.members())/2 + 1 - 1
+	voters := 0
+	for _, p := range n.members() {
+		if !p.NonVoter {
+			voters++
+		}
+	}
+	return voters/2 + 1 - 1
 }
 
 func pooledTransport() *http.Transport {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"strconv"
 	"time"
 
@@ -48,7 +49,20 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return fmt.Errorf("listen on --cluster-address %s: %w", cfg.ClusterAddress, err)
 	}
 	mux := newPortMux(clusterLn)
-	if err := n.startRaft(mux); err != nil {
+	// Raft restores its latest snapshot inside NewRaft, and a store behind
+	// it fetches bytes from peers until they answer: a signal meanwhile
+	// ends the fetches (and the start).
+	started := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			n.close()
+		case <-started:
+		}
+	}()
+	err = n.startRaft(mux)
+	close(started)
+	if err != nil {
 		mux.Close()
 		_ = n.shutdown()
 		return fmt.Errorf("start raft: %w", err)
@@ -97,8 +111,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if cfg.VacuumInterval > 0 {
 		n.store.StartVacuum(cfg.VacuumInterval)
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.watchLeadership()
+	go n.watchMembers()
 	go n.expireStages()
 	go func() {
 		defer n.wg.Done()
@@ -108,6 +123,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	fmt.Fprintf(out, "b3 node %s: S3 API on http://%s, cluster on %s (replication %s)\n", cfg.ID, s3Ln.Addr(), clusterLn.Addr(), cfg.Replication)
 	if consoleSrv != nil {
 		fmt.Fprintf(out, "  console: http://%s\n", cfg.ConsoleAddress)
+	}
+	if n.waiting() {
+		fmt.Fprintf(out, "  waiting to be added: b3 admin cluster add %s=%s (through any node of the cluster)\n", cfg.ID, clusterLn.Addr())
 	}
 	fmt.Fprintf(out, "  data: %s\n  users: %s (root user: B3_ACCESS_KEY/B3_SECRET_KEY of the first leader, else generated)\n", cfg.Root, UsersFile)
 	if cfg.Ready != nil {
@@ -156,6 +174,9 @@ const leaderWait = 5 * time.Second
 // serveClient answers an S3 request on --address: the leader serves it;
 // any other node forwards it, streaming, to the leader's cluster address.
 func (n *Node) serveClient(w http.ResponseWriter, r *http.Request, proxy *httputil.ReverseProxy) {
+	if n.refuseRemoved(w) {
+		return
+	}
 	deadline := time.Now().Add(leaderWait)
 	for {
 		if n.leading() {
@@ -258,6 +279,8 @@ func (n *Node) peerHandler() http.Handler {
 		admin.WriteJSON(w, http.StatusOK, n.info())
 	})
 	m.HandleFunc("POST /_b3/v1/users", n.handleUserCommand)
+	m.HandleFunc("POST /_b3/v1/members", n.handleMemberChange)
+	m.HandleFunc("POST /_b3/v1/removed", n.handleRemoved)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A node elected a moment ago may still be applying what its
 		// predecessor committed (the barrier): wait for it, not longer.
@@ -282,7 +305,24 @@ func (n *Node) info() admin.ClusterMember {
 		ID: n.cfg.ID, ClusterAddress: n.cfg.ClusterAddress, Healthy: true,
 		State: n.raft.State().String(), Term: n.raft.CurrentTerm(),
 		AppliedIndex: n.fsm.applied.Load(), LastLogIndex: last,
-		PendingPushBytes: n.pending.Load(),
+		PendingPushBytes:  n.pending.Load(),
+		SnapshotIndex:     n.fsm.snapshotIndex.Load(),
+		EntriesSinceStart: n.fsm.handled.Load(),
+		SnapshotsRestored: n.fsm.restored.Load(),
+	}
+	m.FirstLogIndex, _ = n.logs.FirstIndex()
+	m.ClusterID = n.clusterID()
+	m.Suffrage = "voter"
+	for _, p := range n.members() {
+		if p.ID == n.cfg.ID && p.NonVoter {
+			m.Suffrage = "nonvoter"
+		}
+	}
+	switch {
+	case n.removed.Load():
+		m.Suffrage = "removed"
+	case n.waiting():
+		m.Suffrage, m.Waiting = "waiting", true
 	}
 	if n.raft.State() != raft.Leader {
 		if lc := n.raft.LastContact(); !lc.IsZero() {
@@ -300,7 +340,12 @@ func (n *Node) status(ctx context.Context) admin.ClusterStatus {
 	_, leaderID := n.raft.LeaderWithID()
 	st := admin.ClusterStatus{Node: n.cfg.ID, Replication: string(n.cfg.Replication), Leader: string(leaderID), Term: n.raft.CurrentTerm()}
 	var leaderApplied uint64
-	for _, p := range n.members() {
+	members := n.members()
+	if !slices.ContainsFunc(members, func(p Peer) bool { return p.ID == n.cfg.ID }) {
+		// Waiting to be added, or removed: this node reports itself too.
+		members = append(members, Peer{ID: n.cfg.ID, Address: n.cfg.ClusterAddress})
+	}
+	for _, p := range members {
 		var m admin.ClusterMember
 		if p.ID == n.cfg.ID {
 			m = n.info()
@@ -308,6 +353,12 @@ func (n *Node) status(ctx context.Context) admin.ClusterStatus {
 			var err error
 			if m, err = n.peerInfo(ctx, p.Address); err != nil {
 				m = admin.ClusterMember{ID: p.ID, ClusterAddress: p.Address, Error: err.Error()}
+			}
+		}
+		if m.Suffrage != "removed" && m.Suffrage != "waiting" {
+			m.Suffrage = "voter"
+			if p.NonVoter {
+				m.Suffrage = "nonvoter"
 			}
 		}
 		if m.ID == string(leaderID) {
@@ -367,15 +418,44 @@ func (n *Node) adminHandler() (http.Handler, error) {
 	}
 	want := []byte("Bearer " + token)
 	m := http.NewServeMux()
-	m.HandleFunc("GET /admin/v1/cluster", func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			admin.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token"})
+	authorized := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+				admin.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token"})
+				return
+			}
+			h(w, r)
+		}
+	}
+	m.HandleFunc("GET /admin/v1/cluster", authorized(func(w http.ResponseWriter, r *http.Request) {
+		admin.WriteJSON(w, http.StatusOK, n.status(r.Context()))
+	}))
+	m.HandleFunc("POST /admin/v1/cluster/members", authorized(func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ ID, Address string }
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&in); err != nil {
+			admin.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "want {\"id\": ..., \"address\": ...}"})
 			return
 		}
-		admin.WriteJSON(w, http.StatusOK, n.status(r.Context()))
-	})
+		n.writeChange(w, r, memberChange{Op: "add", ID: in.ID, Address: in.Address})
+	}))
+	m.HandleFunc("DELETE /admin/v1/cluster/members/{id}", authorized(func(w http.ResponseWriter, r *http.Request) {
+		n.writeChange(w, r, memberChange{Op: "remove", ID: r.PathValue("id")})
+	}))
 	m.Handle("/", inner)
 	return m, nil
+}
+
+func (n *Node) writeChange(w http.ResponseWriter, r *http.Request, c memberChange) {
+	out, err := n.changeMembers(r.Context(), c)
+	var refused errMember
+	switch {
+	case errors.As(err, &refused):
+		admin.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	case err != nil:
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+	default:
+		admin.WriteJSON(w, http.StatusOK, out)
+	}
 }
 
 // nodeUsers is admin.UserStore over the replicated users: changes go

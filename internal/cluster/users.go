@@ -84,12 +84,35 @@ func (u *userState) apply(c *command) error {
 		}
 		delete(u.users, c.User.AccessKey)
 	}
+	return u.save()
+}
+
+// save writes the users file and publishes the users; u.mu is held.
+func (u *userState) save() error {
 	data, _ := json.MarshalIndent(u.list(), "", "  ")
 	if err := server.WriteFileSync(u.path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("save users: %w", err)
 	}
 	u.publish()
 	return nil
+}
+
+// snapshot returns every user (for a Raft snapshot).
+func (u *userState) snapshot() []User {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.list()
+}
+
+// replace makes list the users (a Raft snapshot's).
+func (u *userState) replace(list []User) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.users = map[string]User{}
+	for _, x := range list {
+		u.users[x.AccessKey] = x
+	}
+	return u.save()
 }
 
 func (u *userState) root() (User, bool) {

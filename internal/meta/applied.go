@@ -31,8 +31,10 @@ func (b *Batch) SetApplied(n uint64) {
 
 // Applied returns the stamp of the last committed batch that carried one,
 // or 0.
-func (db *DB) Applied() (uint64, error) {
-	v, closer, err := db.pdb.Get(appliedKey)
+func (db *DB) Applied() (uint64, error) { return appliedFrom(db.pdb) }
+
+func appliedFrom(r pebble.Reader) (uint64, error) {
+	v, closer, err := r.Get(appliedKey)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, nil
 	}

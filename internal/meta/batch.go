@@ -18,8 +18,8 @@ type Batch struct {
 	db  *DB
 	b   *pebble.Batch
 	err error
-	// stamped: SetApplied was called; Commit then does not wait for a
-	// sync (see SetApplied).
+	// stamped: SetApplied or Unsynced was called; Commit then does not
+	// wait for a sync (see SetApplied).
 	stamped bool
 }
 
@@ -118,6 +118,12 @@ func (b *Batch) AddDead(segment uint64, bytes int64) {
 func (b *Batch) DeleteSegmentCounter(segment uint64) {
 	b.del(segmentKey(segment))
 }
+
+// Unsynced makes Commit not wait for a sync, as a stamped batch does,
+// without stamping it: for a caller that redoes the whole series of
+// batches after a crash (a replica restoring a snapshot stamps only its
+// last batch, synced).
+func (b *Batch) Unsynced() { b.stamped = true }
 
 // Commit applies the batch atomically; with Options.Sync it returns after
 // the batch is durable. After a failed Commit nothing of the batch was

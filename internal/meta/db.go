@@ -262,7 +262,12 @@ func (db *DB) DeadBytes() (map[uint64]int64, error) {
 // scan calls fn for every key with the given prefix, in order, on one
 // snapshot. k and v are valid only during the call.
 func (db *DB) scan(prefix []byte, fn func(k, v []byte) error) error {
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
+	return scanReader(db.pdb, prefix, fn)
+}
+
+// scanReader is scan on a reader: the DB, or a View's snapshot.
+func scanReader(r pebble.Reader, prefix []byte, fn func(k, v []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
 	if err != nil {
 		return err
 	}

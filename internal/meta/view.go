@@ -90,3 +90,61 @@ func (v *View) AllParts(uploadID string) ([]*Part, error) {
 	parts, _, err := listParts(v.snap, uploadID, 0, MaxPartNumber)
 	return parts, err
 }
+
+// Applied is DB.Applied as of the view.
+func (v *View) Applied() (uint64, error) { return appliedFrom(v.snap) }
+
+// ScanBuckets calls fn for every bucket as of the view, ordered by name.
+func (v *View) ScanBuckets(fn func(*Bucket) error) error {
+	return scanReader(v.snap, []byte{tableBucket}, func(k, val []byte) error {
+		b, err := decodeBucket(string(k[1:]), val)
+		if err != nil {
+			return err
+		}
+		return fn(b)
+	})
+}
+
+// ScanObjects calls fn for every object record as of the view, inline
+// payloads included, in key order: by bucket, then by the bytes of the
+// key (bucket names hold no 0x00, so this is also the order of Go's string
+// comparison of (bucket, key)).
+func (v *View) ScanObjects(fn func(*Object) error) error {
+	return scanReader(v.snap, []byte{tableObject}, func(k, val []byte) error {
+		b, key, ok := bytes.Cut(k[1:], []byte{0})
+		if !ok {
+			return fmt.Errorf("%w: object key %q", ErrCorrupt, k)
+		}
+		o, err := decodeObject(string(b), string(key), val, true)
+		if err != nil {
+			return err
+		}
+		return fn(o)
+	})
+}
+
+// ScanUploads calls fn for every multipart upload as of the view.
+func (v *View) ScanUploads(fn func(*Upload) error) error {
+	return scanReader(v.snap, []byte{tableUpload}, func(k, val []byte) error {
+		u, err := decodeUploadKV(k, val)
+		if err != nil {
+			return err
+		}
+		return fn(u)
+	})
+}
+
+// ScanParts calls fn for every part of every upload as of the view,
+// ordered by upload ID, then part number.
+func (v *View) ScanParts(fn func(*Part) error) error {
+	return scanReader(v.snap, []byte{tablePart}, func(k, val []byte) error {
+		if len(k) != 1+UploadIDLen+2 {
+			return fmt.Errorf("%w: part key %q", ErrCorrupt, k)
+		}
+		p, err := decodePart(string(k[1:1+UploadIDLen]), int(k[1+UploadIDLen])<<8|int(k[2+UploadIDLen]), val)
+		if err != nil {
+			return err
+		}
+		return fn(p)
+	})
+}

@@ -102,11 +102,33 @@ func stampBatch(stamp uint64) func(*meta.Batch, map[uint64]int64) {
 }
 
 // stampIf stamps b with a command's position; 0 is a local (not
-// replicated) write, which commits unstamped and synced as any other.
+// replicated) write, which commits unstamped and synced as any other;
+// Restoring commits unstamped and unsynced.
 func stampIf(b *meta.Batch, stamp uint64) {
-	if stamp != 0 {
+	switch stamp {
+	case 0:
+	case Restoring:
+		b.Unsynced()
+	default:
 		b.SetApplied(stamp)
 	}
+}
+
+// Restoring, given as the stamp of an Apply* call, makes it one change of
+// a series that brings the store to a state decided elsewhere (a replica
+// restoring a snapshot): it commits unstamped and without a sync of its
+// own. Applied does not move until the caller ends the series with
+// StampApplied, so a crash in between leaves the old stamp, and the caller
+// redoes the series.
+const Restoring = ^uint64(0)
+
+// StampApplied sets the applied position to stamp and syncs: every change
+// committed before it is durable when it returns.
+func (s *Store) StampApplied(stamp uint64) error {
+	b := s.meta.NewBatch()
+	defer b.Close()
+	b.SetApplied(stamp)
+	return b.CommitSync()
 }
 
 // ApplyUpdateObject replaces the record of obj's key with obj if the

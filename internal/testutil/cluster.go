@@ -1,11 +1,13 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,8 +39,11 @@ type ClusterNode struct {
 	AdminAddr   string
 	// ConsoleAddr is the node's web console ("" in namespaces: none).
 	ConsoleAddr string
-	Proc        *Process // the current (or last) process
-	logs        []string // output of the node's earlier processes
+	// Join: started with --join instead of --peers (added by AddNode; a
+	// member once b3 admin cluster add added it).
+	Join bool
+	Proc *Process // the current (or last) process
+	logs []string // output of the node's earlier processes
 	// Dial opens connections to the node's addresses (from the hub
 	// namespace when the cluster runs in namespaces).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -141,9 +146,14 @@ func (c *Cluster) Args(i int) []string {
 		// Also on the namespace's loopback, for InsideClient.
 		s3Addr, adminAddr = "0.0.0.0:9000", "0.0.0.0:9200"
 	}
+	group := []string{"--peers", c.peers}
+	if n.Join {
+		group = []string{"--join"}
+	}
 	args := []string{"node", "--id", n.ID, "--data", n.Data, "--address", s3Addr,
-		"--cluster-address", n.ClusterAddr, "--peers", c.peers, "--admin-address", adminAddr,
+		"--cluster-address", n.ClusterAddr, "--admin-address", adminAddr,
 		"--console-address", n.ConsoleAddr, "--replication", c.opts.Replication}
+	args = append(args, group...)
 	return append(args, c.opts.Args...)
 }
 
@@ -185,6 +195,33 @@ func (c *Cluster) Start(i int) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("%s did not start within 30s:\n%s", n.ID, p.Output.String())
+}
+
+// AddNode starts a new node with an empty data directory and --join on
+// free loopback ports, and returns its index. It waits to be added to the
+// group (b3 admin cluster add; see AdminCLI). Not for clusters in network
+// namespaces.
+func (c *Cluster) AddNode() (int, error) {
+	i := len(c.Nodes)
+	id := fmt.Sprintf("n%d", i+1)
+	n := &ClusterNode{ID: id, Data: filepath.Join(filepath.Dir(c.Nodes[0].Data), id), Join: true, Dial: (&net.Dialer{}).DialContext,
+		S3Addr: FreeAddr(c.t), ClusterAddr: FreeAddr(c.t), AdminAddr: FreeAddr(c.t), ConsoleAddr: FreeAddr(c.t)}
+	c.Nodes = append(c.Nodes, n)
+	return i, c.Start(i)
+}
+
+// AdminCLI runs `b3 admin` against node i's admin API and returns its
+// standard output (and, on failure, an error with its standard error).
+func (c *Cluster) AdminCLI(ctx context.Context, i int, args ...string) ([]byte, error) {
+	argv := append([]string{"admin", "--endpoint", "http://" + c.Nodes[i].AdminAddr, "--token", c.AdminToken}, args...)
+	cmd := exec.CommandContext(ctx, c.bin, argv...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("b3 %s: %v: %s", strings.Join(argv, " "), err, stderr.String())
+	}
+	return out, nil
 }
 
 // Kill sends SIGKILL to node i.

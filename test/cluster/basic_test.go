@@ -345,33 +345,7 @@ func TestClusterFollowerCatchUp(t *testing.T) {
 	}
 	away := (leader + 1) % 3
 	c.Kill(away)
-	want := map[string][]byte{}
-	put := func(key string, body []byte) {
-		t.Helper()
-		if _, err := cl[leader].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
-			t.Fatalf("PutObject %s: %v", key, err)
-		}
-		want[key] = body
-	}
-	for i := range 20 {
-		put(fmt.Sprintf("k%02d", i), randomBytes(uint64(i), 10<<10+i*7000))
-	}
-	for i := range 5 { // overwritten: the first versions are superseded
-		put(fmt.Sprintf("k%02d", i), randomBytes(uint64(100+i), 50<<10))
-	}
-	for i := 5; i < 10; i++ {
-		key := fmt.Sprintf("k%02d", i)
-		if _, err := cl[leader].DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
-			t.Fatal(err)
-		}
-		delete(want, key)
-	}
-	big := randomBytes(7, 11<<20)
-	up := manager.NewUploader(cl[leader], func(u *manager.Uploader) { u.PartSize = 5 << 20 })
-	if _, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("multi"), Body: bytes.NewReader(big)}); err != nil {
-		t.Fatal(err)
-	}
-	want["multi"] = big
+	want := writeMissed(ctx, t, cl[leader], bucket, 20, func(i int) int { return 10<<10 + i*7000 })
 
 	if err := c.Start(away); err != nil {
 		t.Fatal(err)
@@ -406,6 +380,41 @@ func TestClusterFollowerCatchUp(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	checkReplicas(t, c, bucket, want)
+}
+
+// writeMissed writes what a node that is away misses: n objects (sizes
+// from size), the first 5 overwritten, the next 5 deleted, and an 11 MiB
+// multipart upload. It returns what the bucket then holds.
+func writeMissed(ctx context.Context, t *testing.T, cl *s3.Client, bucket string, n int, size func(i int) int) map[string][]byte {
+	t.Helper()
+	want := map[string][]byte{}
+	put := func(key string, body []byte) {
+		t.Helper()
+		if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatalf("PutObject %s: %v", key, err)
+		}
+		want[key] = body
+	}
+	for i := range n {
+		put(fmt.Sprintf("k%02d", i), randomBytes(uint64(i), size(i)))
+	}
+	for i := range 5 { // overwritten: the first versions are superseded
+		put(fmt.Sprintf("k%02d", i), randomBytes(uint64(100+i), 50<<10))
+	}
+	for i := 5; i < 10; i++ {
+		key := fmt.Sprintf("k%02d", i)
+		if _, err := cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
+			t.Fatal(err)
+		}
+		delete(want, key)
+	}
+	big := randomBytes(7, 11<<20)
+	up := manager.NewUploader(cl, func(u *manager.Uploader) { u.PartSize = 5 << 20 })
+	if _, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("multi"), Body: bytes.NewReader(big)}); err != nil {
+		t.Fatal(err)
+	}
+	want["multi"] = big
+	return want
 }
 
 // TestClusterAsync: in async mode writes are acknowledged after the

@@ -1,0 +1,365 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
+)
+
+// replica is one node's store and users, for the snapshot tests.
+type replica struct {
+	t     *testing.T
+	store *objstore.Store
+	users *userState
+}
+
+func newReplica(t *testing.T) *replica {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := objstore.Open(objstore.Options{MetaDir: filepath.Join(dir, "meta"), DataDir: filepath.Join(dir, "seg"), Logger: slog.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	users, err := openUserState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &replica{t: t, store: store, users: users}
+}
+
+var t0 = time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC)
+
+func (r *replica) bucket(name string, stamp uint64) {
+	r.t.Helper()
+	if err := r.store.ApplyPutBucket(&meta.Bucket{Name: name, Created: t0}, true, stamp); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// put installs bucket/key at version with data: inline if small.
+func (r *replica) put(bucket, key string, version uint64, data string, tags map[string]string, stamp uint64) {
+	r.t.Helper()
+	obj := &meta.Object{Bucket: bucket, Key: key, Version: version, Size: int64(len(data)), ETag: fmt.Sprintf("%q", key+data[:1]), Modified: t0, Tags: tags}
+	if len(data) < 100 {
+		obj.Inline = []byte(data)
+		if err := r.store.ApplyPutObject(obj, stamp); err != nil {
+			r.t.Fatal(err)
+		}
+		return
+	}
+	st, err := r.store.Stage(context.Background(), bucket, key, version, strings.NewReader(data))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	obj.Extents = st.Extents
+	if err := r.store.ApplyPutObject(obj, stamp); err != nil {
+		r.t.Fatal(err)
+	}
+	st.Release()
+}
+
+func (r *replica) upload(bucket, key, id string, version uint64, stamp uint64) {
+	r.t.Helper()
+	up := &meta.Upload{Bucket: bucket, Key: key, UploadID: id, Version: version, Initiated: t0}
+	if err := r.store.ApplyCreateUpload(up, stamp); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *replica) part(bucket, key string, version uint64, uploadID string, n int, data string, stamp uint64) {
+	r.t.Helper()
+	st, err := r.store.Stage(context.Background(), bucket, key, version, strings.NewReader(data))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	p := &meta.Part{UploadID: uploadID, Number: n, Size: st.Size, ETag: fmt.Sprintf("%q", data[:3]), Modified: t0, Extents: st.Extents}
+	if err := r.store.ApplyPutPart(bucket, key, p, stamp); err != nil {
+		r.t.Fatal(err)
+	}
+	st.Release()
+}
+
+// read returns an object's bytes, or "" if it does not exist.
+func (r *replica) read(bucket, key string) string {
+	r.t.Helper()
+	_, rc, err := r.store.OpenObject(context.Background(), bucket, key, objstore.WholeObject)
+	if errors.Is(err, objstore.ErrNoSuchKey) {
+		return ""
+	}
+	return string(r.readAll(rc, err))
+}
+
+// readAll reads rc to its end and closes it; err is the opener's.
+func (r *replica) readAll(rc io.ReadCloser, err error) []byte {
+	r.t.Helper()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return b
+}
+
+// snapshot takes a snapshot of r at index, as raft would, and returns its
+// bytes.
+func (r *replica) snapshot(index uint64) []byte {
+	r.t.Helper()
+	f := &fsm{store: r.store, users: r.users, log: slog.Default()}
+	f.applied.Store(index)
+	snap, err := f.Snapshot()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer snap.Release()
+	if have, _ := r.store.Applied(); have != index {
+		r.t.Fatalf("store stamp %d after a snapshot at %d", have, index)
+	}
+	store := raft.NewInmemSnapshotStore()
+	sink, err := store.Create(raft.SnapshotVersionMax, index, 1, raft.Configuration{}, 1, nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := snap.Persist(sink); err != nil {
+		r.t.Fatal(err)
+	}
+	_, rc, err := store.Open(sink.ID())
+	return r.readAll(rc, err)
+}
+
+// restore restores data into r, fetching bytes from src (nil: every
+// fetch fails); it returns the bytes fetched. Keys named "gone" are answered gone, as a peer past the
+// snapshot that no longer holds them would.
+func (r *replica) restore(data []byte, src *replica) (fetched int64, err error) {
+	fetch := func(ctx context.Context, ref bytesRef) (*objstore.Staged, error) {
+		if ref.Key == "gone" {
+			return nil, errGone
+		}
+		if src == nil {
+			return nil, errors.New("no peer answers")
+		}
+		var exts []meta.Extent
+		var size int64
+		if ref.UploadID != "" {
+			p, err := src.store.Meta().GetPart(ref.UploadID, ref.Part)
+			if err != nil {
+				return nil, err
+			}
+			exts, size = p.Extents, p.Size
+		} else {
+			o, err := src.store.Meta().GetObject(ref.Bucket, ref.Key)
+			if err != nil || o.Version != ref.Version {
+				return nil, fmt.Errorf("fetch %+v: %v", ref, err)
+			}
+			exts, size = o.Extents, o.Size
+		}
+		rc, err := src.store.ReadExtents(ctx, ref.Bucket, ref.Key, ref.Version, exts, size)
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		fetched += size
+		return r.store.Stage(ctx, ref.Bucket, ref.Key, ref.Version, rc)
+	}
+	f := &fsm{closing: context.Background(), fetch: fetch, store: r.store, users: r.users, log: slog.Default()}
+	err = f.Restore(io.NopCloser(bytes.NewReader(data)))
+	return fetched, err
+}
+
+// objects lists a replica's records as "bucket/key@version tags", inline
+// payloads and extents aside.
+func (r *replica) objects() []string {
+	var out []string
+	err := r.store.Meta().ScanObjects("", "", func(o *meta.Object) error {
+		out = append(out, fmt.Sprintf("%s/%s@%d %s %d %v", o.Bucket, o.Key, o.Version, o.ETag, o.Size, o.Tags))
+		return nil
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// TestSnapshotRestore: a stale replica restored from a snapshot holds
+// exactly the snapshot's records — objects of the same version keep their
+// bytes and take new attributes, others are fetched, records the snapshot
+// lacks are removed, uploads and parts likewise, users replaced — and a
+// second restore of the same snapshot is a no-op.
+func TestSnapshotRestore(t *testing.T) {
+	big := func(c byte) string { return strings.Repeat(string(c), 20<<10) }
+	src, dst := newReplica(t), newReplica(t)
+	dropped, up := meta.NewUploadID(10), meta.NewUploadID(11)
+
+	// Common history up to index 40.
+	for _, r := range []*replica{src, dst} {
+		r.bucket("b1", 1)
+		r.put("b1", "same", 2, big('s'), nil, 2)
+		r.put("b1", "big", 3, big('o'), nil, 3)
+		r.put("b1", "zzz", 4, "zzz", nil, 4)
+		r.put("b1", "aaa", 5, "aaa", nil, 5)
+		r.bucket("old", 6)
+		r.put("old", "o", 7, "old", nil, 7)
+		r.bucket("b2", 8)
+		r.put("b2", "gone", 9, big('g'), nil, 9)
+		r.upload("b1", "dropped", dropped, 10, 10)
+		r.upload("b1", "mp", up, 11, 11)
+		r.part("b1", "mp", 11, up, 1, big('1'), 12)
+		if err := r.users.apply(&command{Op: opAddUser, User: &User{Name: "old", AccessKey: "OLD", SecretKey: "s"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Only the source goes on, to index 100.
+	src.put("b1", "big", 20, big('n'), nil, 20)
+	src.put("b1", "same", 2, big('s'), map[string]string{"t": "v"}, 21) // same version, new tags
+	if _, err := src.store.ApplyDeleteObject("b1", "zzz", 22); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.store.ApplyDeleteObject("b1", "aaa", 23); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.store.ApplyDeleteObject("old", "o", 24); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.store.ApplyDeleteBucket("old", 25); err != nil {
+		t.Fatal(err)
+	}
+	src.put("b2", "gone", 26, big('G'), nil, 26) // its fetch will answer gone
+	src.put("b1", "gone", 31, big('H'), nil, 31) // also gone, and new here
+	src.put("b2", "inline", 27, "small and inline", nil, 27)
+	src.put("b2", "new", 28, big('w'), nil, 28)
+	src.part("b1", "mp", 11, up, 2, big('2'), 29)
+	if err := src.store.ApplyAbortUpload("b1", "dropped", dropped, 30); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.users.replace([]User{{Name: "root", AccessKey: "ROOT", SecretKey: "x", Root: true}}); err != nil {
+		t.Fatal(err)
+	}
+
+	data := src.snapshot(100)
+	// A restore cut short (no peer has the bytes) leaves the stamp where
+	// it was: the next start restores again.
+	if _, err := dst.restore(data, nil); err == nil {
+		t.Fatal("a restore whose fetches fail succeeded")
+	}
+	if have, _ := dst.store.Applied(); have != 12 {
+		t.Fatalf("applied %d after a failed restore, want the 12 it had", have)
+	}
+	fetched, err := dst.restore(data, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have, _ := dst.store.Applied(); have != 100 {
+		t.Fatalf("applied %d after restoring the snapshot at 100", have)
+	}
+	// Fetched: big, new and part 2 (20 KiB each); not same, not part 1.
+	if fetched != 3*20<<10 {
+		t.Errorf("fetched %d bytes, want %d", fetched, 3*20<<10)
+	}
+	want := src.objects()
+	var wantNoGone []string
+	for _, o := range want {
+		if !strings.Contains(o, "/gone@") {
+			wantNoGone = append(wantNoGone, o)
+		}
+	}
+	if got := dst.objects(); fmt.Sprint(got) != fmt.Sprint(wantNoGone) {
+		t.Errorf("objects after restore:\n got %v\nwant %v", got, wantNoGone)
+	}
+	for _, k := range []string{"b1/big", "b1/same", "b2/inline", "b2/new"} {
+		b, key, _ := strings.Cut(k, "/")
+		if got, want := dst.read(b, key), src.read(b, key); got != want {
+			t.Errorf("%s: %d bytes read back, want %d", k, len(got), len(want))
+		}
+	}
+	if bs, _ := dst.store.ListBuckets(); len(bs) != 2 || bs[0].Name != "b1" || bs[1].Name != "b2" {
+		t.Errorf("buckets after restore: %+v", bs)
+	}
+	var uploads []string
+	_ = dst.store.Meta().ScanUploads("", func(u *meta.Upload) error { uploads = append(uploads, u.Key); return nil })
+	if fmt.Sprint(uploads) != "[mp]" {
+		t.Errorf("uploads after restore: %v", uploads)
+	}
+	for n := 1; n <= 2; n++ {
+		p, err := dst.store.Meta().GetPart(up, n)
+		if err != nil {
+			t.Fatalf("part %d: %v", n, err)
+		}
+		b := dst.readAll(dst.store.ReadExtents(context.Background(), "b1", "mp", 11, p.Extents, p.Size))
+		if string(b) != big(byte('0'+n)) {
+			t.Errorf("part %d: wrong bytes", n)
+		}
+	}
+	if u := dst.users.snapshot(); len(u) != 1 || u[0].AccessKey != "ROOT" {
+		t.Errorf("users after restore: %+v", u)
+	}
+
+	// Again: the store is at the snapshot's index, nothing to do.
+	if fetched, err := dst.restore(data, src); err != nil || fetched != 0 {
+		t.Fatalf("second restore: fetched %d, %v", fetched, err)
+	}
+}
+
+// TestSnapshotFormat: the reader refuses what the writer would not have
+// written.
+func TestSnapshotFormat(t *testing.T) {
+	src := newReplica(t)
+	src.bucket("b", 1)
+	src.put("b", "k", 2, "inline bytes", nil, 2)
+	good := src.snapshot(7)
+	read := func(b []byte) error {
+		sr, err := newSnapshotReader(bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		if sr.index != 7 {
+			t.Fatalf("index %d, want 7", sr.index)
+		}
+		for {
+			kind, _, err := sr.next()
+			if err != nil || kind == kindEnd {
+				return err
+			}
+		}
+	}
+	if err := read(good); err != nil {
+		t.Fatalf("a good snapshot: %v", err)
+	}
+	frame := func(kind byte, payload string) []byte {
+		return append(binary.BigEndian.AppendUint32([]byte{kind}, uint32(len(payload))), payload...)
+	}
+	header := binary.BigEndian.AppendUint64(bytes.Clone(snapshotMagic), 7)
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"other magic", append([]byte("B3SNAP\x00\x02"), good[8:]...)},
+		{"truncated", good[:len(good)-5]},
+		{"flipped byte", func() []byte { b := bytes.Clone(good); b[len(b)/2] ^= 1; return b }()},
+		{"trailing data", append(bytes.Clone(good), 0)},
+		{"sections out of order", append(append(bytes.Clone(header), frame(kindObject, "{}")...), frame(kindBucket, "{}")...)},
+		{"unknown kind", append(bytes.Clone(header), frame('x', "{}")...)},
+		{"huge frame", append(bytes.Clone(header), binary.BigEndian.AppendUint32([]byte{kindObject}, maxFrame+1)...)},
+	} {
+		if err := read(c.data); !errors.Is(err, errSnapshotFormat) {
+			t.Errorf("%s: %v, want errSnapshotFormat", c.name, err)
+		}
+	}
+}

@@ -9,7 +9,8 @@
 # Prints one line per measurement (TSV) and the medians; records the load
 # average beside each tool's block.
 #
-# usage: scripts/perf/mount.sh [rounds]   (root; fio, s3fs, rclone, fuse3)
+# usage: [TOOLS="b3 s3fs rclone"] scripts/perf/mount.sh [rounds]
+#        (root; fio, s3fs, rclone, fuse3, aws CLI)
 set -euo pipefail
 rounds=${1:-3}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -62,7 +63,8 @@ mount_tool() {
 			-o passwd_file="$work/passwd" >"$work/s3fs.log" 2>&1 &
 		;;
 	rclone)
-		RCLONE_CONFIG_B3_TYPE=s3 RCLONE_CONFIG_B3_PROVIDER=Other RCLONE_CONFIG_B3_ENDPOINT="$endpoint" \
+		# rclone's SDK cannot load an AWS_CA_BUNDLE into its own transport.
+		env -u AWS_CA_BUNDLE RCLONE_CONFIG_B3_TYPE=s3 RCLONE_CONFIG_B3_PROVIDER=Other RCLONE_CONFIG_B3_ENDPOINT="$endpoint" \
 			RCLONE_CONFIG_B3_ACCESS_KEY_ID=$ak RCLONE_CONFIG_B3_SECRET_ACCESS_KEY=$sk \
 			rclone mount "b3:$bucket" "$work/mnt" >"$work/rclone.log" 2>&1 &
 		;;

@@ -28,8 +28,8 @@
 //
 // Reads (reader.go). A handle remembers where the last read ended. Reads
 // that continue there grow a read-ahead window (parallel ranged GETs into
-// pooled buffers, every GET conditional on the ETag seen at open); a jump
-// resets it. Small objects are fetched whole by the first read.
+// pooled buffers, every GET conditional on the ETag the first read found);
+// a jump resets it. Small objects are fetched whole by the first read.
 //
 // Errors (errors.go). S3 errors become errno values in one place: 404 is
 // ENOENT, 403 EACCES, 507 ENOSPC, everything else EIO, each logged with

@@ -70,14 +70,32 @@ func FreeAddr(t testing.TB) string {
 	return addr
 }
 
+// handedOut holds every port FreeAddr returned: a port is free when it
+// is checked but not yet bound by the process it is for, so without this
+// two nodes of one cluster could be given the same one.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
 func freeAddr() (string, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
 	for range 1000 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		port := 20000 + rand.IntN(12000)
+		if handedOut.ports[port] {
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue
 		}
 		ln.Close()
+		handedOut.ports[port] = true
 		return addr, nil
 	}
 	return "", errors.New("no free port in 20000-31999 on 127.0.0.1")

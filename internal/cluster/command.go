@@ -13,6 +13,7 @@ type op string
 const (
 	opPutObject    op = "put"           // Object (+ Stage, or Object.Inline)
 	opDeleteObject op = "delete"        // Name (bucket), Key
+	opExpire       op = "expire"        // Name, Key, Version: lifecycle delete of that version
 	opUpdateObject op = "update"        // Object: attributes of the same version
 	opCreateBucket op = "create-bucket" // Bucket
 	opPutBucket    op = "put-bucket"    // Bucket: settings of an existing bucket

@@ -31,6 +31,8 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 		limits                       [4]string
 		pacing                       bool
 		minRate                      string
+		lcInterval, lcDay, segSize   string
+		secretFile                   string
 	)
 	fs.StringVar(&cfg.ID, "id", "", "this node's id, one of --peers, or new with --join (required)")
 	fs.StringVar(&cfg.Root, "data", "", "data directory of this node (required; a new node needs an empty one)")
@@ -54,6 +56,11 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cluster.DefaultSnapshotThreshold, "commands after the last Raft snapshot that make the next one")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cluster.DefaultSnapshotInterval, "how often to check --snapshot-threshold")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cluster.DefaultTrailingLogs, "log entries kept behind a snapshot, for followers a little behind")
+	fs.StringVar(&secretFile, "cluster-secret-file", "", "file holding the cluster secret (default: B3_CLUSTER_SECRET, else the one kept in --data)")
+	fs.StringVar(&segSize, "segment-size", "1GiB", "segment file size")
+	fs.StringVar(&lcInterval, "lifecycle-interval", "1h", "period of the leader's lifecycle pass (rule changes and a new leader start one at once)")
+	fs.Float64Var(&cfg.LifecycleRate, "lifecycle-rate", 1000, "lifecycle deletes and aborts per second (0 = unlimited)")
+	fs.StringVar(&lcDay, "lifecycle-day", "24h", "length of a lifecycle day; DEBUG/TESTS ONLY: e.g. 1s makes Days=1 mean one second")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -89,6 +96,15 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	if cfg.VacuumInterval, err = time.ParseDuration(vacuumI); err != nil {
 		return fail("--vacuum-interval: %v", err)
 	}
+	if cfg.SegmentSize, err = server.ParseBytes(segSize); err != nil || cfg.SegmentSize <= 0 {
+		return fail("--segment-size %q: want a size above 0", segSize)
+	}
+	if cfg.LifecycleInterval, err = time.ParseDuration(lcInterval); err != nil || cfg.LifecycleInterval <= 0 {
+		return fail("--lifecycle-interval %q: want a duration above 0", lcInterval)
+	}
+	if cfg.LifecycleDay, err = time.ParseDuration(lcDay); err != nil || cfg.LifecycleDay <= 0 {
+		return fail("--lifecycle-day %q: want a duration above 0", lcDay)
+	}
 	for i, dst := range []*int64{&cfg.Limits.ReadBytesPerSec, &cfg.Limits.WriteBytesPerSec,
 		&cfg.Limits.BackgroundReadBytesPerSec, &cfg.Limits.BackgroundWriteBytesPerSec} {
 		if *dst, err = server.ParseBytes(limits[i]); err != nil {
@@ -106,6 +122,14 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("node", cfg.ID)
 	cfg.AccessKey, cfg.SecretKey = os.Getenv("B3_ACCESS_KEY"), os.Getenv("B3_SECRET_KEY")
 	cfg.AdminToken = os.Getenv("B3_ADMIN_TOKEN")
+	cfg.ClusterSecret = os.Getenv("B3_CLUSTER_SECRET")
+	if secretFile != "" {
+		data, err := os.ReadFile(secretFile)
+		if err != nil {
+			return fail("--cluster-secret-file: %v", err)
+		}
+		cfg.ClusterSecret = string(data)
+	}
 	cfg.LoadAdminToken = server.LoadOrCreateAdminToken
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -69,12 +69,14 @@
 //   - Only the leader serves S3, after a barrier in its term; reads first
 //     confirm leadership (VerifyLeader). Other nodes forward, once: a
 //     forwarded request reaching a non-leader gets 503 SlowDown.
+//   - Every connection to the cluster port passes a mutual challenge on
+//     the cluster secret before a byte of Raft or HTTP (auth.go).
+//   - Lifecycle expiry is decided by the leader alone and applied as
+//     expire commands naming the version found due (lifecycle.go).
 //
 // # Not done (see docs/CLUSTER.md)
 //
-// The cluster-wide map of several groups and partition moves, lifecycle
-// expiry as replicated deletes (expired objects are
-// hidden on reads but not deleted), a background I/O budget for the
-// pushes themselves (fetches use the background class), authentication
-// between nodes.
+// The cluster-wide map of several groups and partition moves, a
+// background I/O budget for the pushes themselves (fetches use the
+// background class), encryption between nodes.
 package cluster

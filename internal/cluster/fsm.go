@@ -102,6 +102,8 @@ func (f *fsm) apply(c *command, index uint64) (*meta.Object, error) {
 		return &obj, nil
 	case opDeleteObject:
 		return f.store.ApplyDeleteObject(c.Name, c.Key, index)
+	case opExpire:
+		return f.store.ApplyExpireObject(c.Name, c.Key, c.Version, index)
 	case opUpdateObject:
 		return c.Object, f.store.ApplyUpdateObject(c.Object, index)
 	case opCreateBucket:

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"context"
+	"time"
+
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -17,15 +20,21 @@ var (
 	descLast    = prometheus.NewDesc("b3_cluster_last_log_index", "Last Raft log index stored on this node.", nil, nil)
 	descPending = prometheus.NewDesc("b3_cluster_pending_push_bytes",
 		"Object bytes this leader is still pushing to followers; in async mode, acknowledged bytes not yet on every follower.", nil, nil)
-	descContact = prometheus.NewDesc("b3_cluster_last_contact_seconds", "Seconds since this follower last heard from the leader.", nil, nil)
-	descSnap    = prometheus.NewDesc("b3_cluster_snapshot_index", "Log index of this node's latest Raft snapshot, taken or restored (0: none).", nil, nil)
-	descFirst   = prometheus.NewDesc("b3_cluster_first_log_index", "Oldest Raft log index this node keeps; the log below is compacted into the snapshot.", nil, nil)
-	descHandled = prometheus.NewDesc("b3_cluster_entries_since_start_total", "Log entries handed to this node's state machine since the process started (applied or skipped as held).", nil, nil)
-	descRestore = prometheus.NewDesc("b3_cluster_snapshots_restored_total", "Snapshots this node installed from its leader since the process started.", nil, nil)
+	descContact  = prometheus.NewDesc("b3_cluster_last_contact_seconds", "Seconds since this follower last heard from the leader.", nil, nil)
+	descSnap     = prometheus.NewDesc("b3_cluster_snapshot_index", "Log index of this node's latest Raft snapshot, taken or restored (0: none).", nil, nil)
+	descFirst    = prometheus.NewDesc("b3_cluster_first_log_index", "Oldest Raft log index this node keeps; the log below is compacted into the snapshot.", nil, nil)
+	descHandled  = prometheus.NewDesc("b3_cluster_entries_since_start_total", "Log entries handed to this node's state machine since the process started (applied or skipped as held).", nil, nil)
+	descRestore  = prometheus.NewDesc("b3_cluster_snapshots_restored_total", "Snapshots this node installed from its leader since the process started.", nil, nil)
+	descLagBytes = prometheus.NewDesc("b3_cluster_replication_lag_bytes",
+		"Object bytes the leader has applied (in async mode: acknowledged) that the member has not; the leader exports every member's, a follower its own.", []string{"member"}, nil)
+	descLagSeconds = prometheus.NewDesc("b3_cluster_replication_lag_seconds",
+		"Age of the oldest command the leader has applied and the member has not (0: none).", []string{"member"}, nil)
+	descPrefetch = prometheus.NewDesc("b3_cluster_catchup_prefetched_bytes_total",
+		"Object bytes this node fetched from peers ahead of applying their commands (catch-up).", nil, nil)
 )
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore} {
+	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore, descPrefetch, descLagBytes, descLagSeconds} {
 		ch <- d
 	}
 }
@@ -50,6 +59,13 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descFirst, float64(info.FirstLogIndex))
 	ch <- prometheus.MustNewConstMetric(descHandled, prometheus.CounterValue, float64(info.EntriesSinceStart))
 	ch <- prometheus.MustNewConstMetric(descRestore, prometheus.CounterValue, float64(info.SnapshotsRestored))
+	ch <- prometheus.MustNewConstMetric(descPrefetch, prometheus.CounterValue, float64(n.prefetched.Load()))
+	ctx, cancel := context.WithTimeout(n.closing, 2*time.Second)
+	defer cancel()
+	for id, lag := range n.lags(ctx) {
+		ch <- prometheus.MustNewConstMetric(descLagBytes, prometheus.GaugeValue, float64(lag.Bytes), id)
+		ch <- prometheus.MustNewConstMetric(descLagSeconds, prometheus.GaugeValue, lag.Seconds, id)
+	}
 	if n.raft.State() != raft.Leader {
 		gauge(descContact, info.LastContactSeconds)
 	}

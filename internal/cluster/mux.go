@@ -2,8 +2,9 @@ package cluster
 
 import (
 	"bufio"
+	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -13,20 +14,23 @@ import (
 
 // One port per node (--cluster-address) carries two protocols: raft's own
 // RPCs (hashicorp/raft's TCP transport) and HTTP between nodes (object
-// bytes, fetches, forwarded S3 requests). A raft connection opens with
-// raftMagic, a byte no HTTP request starts with; the listener reads the
-// first byte of each connection and hands it to one side or the other.
+// bytes, fetches, forwarded S3 requests). Every connection first passes
+// the cluster-secret handshake (auth.go), whose last byte names the
+// protocol: raftMagic or protoHTTP; the listener hands it to one side or
+// the other. A connection that fails the handshake is closed unanswered.
 const raftMagic = 0x01
 
 // portMux splits one listener into the raft side and the HTTP side.
 type portMux struct {
-	ln   net.Listener
-	raft *chanListener
-	http *chanListener
+	ln     net.Listener
+	secret []byte
+	log    *slog.Logger
+	raft   *chanListener
+	http   *chanListener
 }
 
-func newPortMux(ln net.Listener) *portMux {
-	m := &portMux{ln: ln, raft: newChanListener(ln.Addr()), http: newChanListener(ln.Addr())}
+func newPortMux(ln net.Listener, secret []byte, log *slog.Logger) *portMux {
+	m := &portMux{ln: ln, secret: secret, log: log, raft: newChanListener(ln.Addr()), http: newChanListener(ln.Addr())}
 	go m.serve()
 	return m
 }
@@ -43,23 +47,27 @@ func (m *portMux) serve() {
 	}
 }
 
-// route sorts one connection by its first byte; a peer that sends nothing
-// within the deadline is dropped.
+// route authenticates one connection and sorts it by the protocol it
+// asks for.
 func (m *portMux) route(c net.Conn) {
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
-	first, err := br.Peek(1)
+	proto, err := serverHandshake(c, br, m.secret)
 	if err != nil {
+		if errors.Is(err, errAuth) {
+			m.log.Warn("refused a connection to the cluster port", "from", c.RemoteAddr().String(), "err", err)
+		}
 		c.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
-	if first[0] == raftMagic {
-		_, _ = br.Discard(1)
-		m.raft.push(&peekedConn{Conn: c, r: br})
-		return
+	pc := &peekedConn{Conn: c, r: br}
+	switch proto {
+	case raftMagic:
+		m.raft.push(pc)
+	case protoHTTP:
+		m.http.push(pc)
+	default:
+		c.Close()
 	}
-	m.http.push(&peekedConn{Conn: c, r: br})
 }
 
 func (m *portMux) Close() error { return m.ln.Close() }
@@ -106,23 +114,18 @@ func (l *chanListener) Close() error   { l.close(); return nil }
 func (l *chanListener) Addr() net.Addr { return l.addr }
 
 // raftLayer is raft's StreamLayer over the mux: it accepts the raft side
-// and dials peers with the magic byte first.
+// and dials peers through the handshake.
 type raftLayer struct {
 	*chanListener
+	secret []byte
 }
 
 var _ raft.StreamLayer = raftLayer{}
 
-func (raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", string(address), timeout)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.Write([]byte{raftMagic}); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("dial raft %s: %w", address, err)
-	}
-	return c, nil
+func (l raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return DialPeer(ctx, string(address), l.secret, raftMagic)
 }
 
 var errClosed = errors.New("cluster: node closed")

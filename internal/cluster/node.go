@@ -105,11 +105,14 @@ type Config struct {
 	// AccessKey and SecretKey become the root user when the cluster first
 	// elects a leader (generated if empty). Later starts ignore them.
 	AccessKey, SecretKey string
-	Region               string
-	Sync                 blob.SyncPolicy
-	InlineMax            int64 // objects up to this size ride in the log entry
-	SegmentSize          int64
-	Limits               iolimit.Limits
+	// ClusterSecret authenticates the members to each other (auth.go);
+	// empty: the one kept in the data directory.
+	ClusterSecret string
+	Region        string
+	Sync          blob.SyncPolicy
+	InlineMax     int64 // objects up to this size ride in the log entry
+	SegmentSize   int64
+	Limits        iolimit.Limits
 	// Pace sets how background work (vacuum, catch-up fetches) yields to
 	// clients, as in b3 server.
 	Pace            iolimit.PacerConfig
@@ -122,6 +125,11 @@ type Config struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	// The leader's lifecycle sweeper: its period (default 1h), deletes per
+	// second (0: unlimited), and the length of a lifecycle day (tests).
+	LifecycleInterval time.Duration
+	LifecycleRate     float64
+	LifecycleDay      time.Duration
 	Logger            *slog.Logger
 	// Ready, if set, is called with the bound S3 and cluster addresses once
 	// the node serves.
@@ -228,6 +236,7 @@ type Node struct {
 
 	// startPeers is the group before raft runs (members).
 	startPeers []Peer
+	secret     []byte // the cluster secret (auth.go)
 	stages     *stages
 	peerClient *http.Client
 	api        *s3api.Server
@@ -240,8 +249,12 @@ type Node struct {
 	idCounter atomic.Uint64
 	pending   atomic.Int64 // bytes being pushed to followers
 	removed   atomic.Bool  // removed from the group: serves no S3
-	pushes    tracker
-	registry  *prometheus.Registry
+	// prefetched counts bytes fetched ahead of the apply (prefetch.go).
+	prefetched atomic.Int64
+	pushes     tracker
+	sweeping   bool // the lifecycle sweeper runs here (watchLeadership's)
+	lagKnown   lagKnown
+	registry   *prometheus.Registry
 
 	closing context.Context
 	close   context.CancelFunc
@@ -282,9 +295,16 @@ func open(cfg Config) (*Node, error) {
 	if cfg.Join && len(cfg.Peers) > 0 {
 		return nil, errors.New("--join and --peers exclude each other")
 	}
-	n := &Node{cfg: cfg, identity: id, log: cfg.Logger, stages: newStages(), registry: admin.NewRegistry(), leaderChanged: make(chan struct{})}
+	secret, err := loadSecret(cfg.Root, cfg.ClusterSecret)
+	if err != nil {
+		return nil, err
+	}
+	if err := keepSecret(cfg.Root, secret); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, identity: id, log: cfg.Logger, secret: secret, stages: newStages(), registry: admin.NewRegistry(), leaderChanged: make(chan struct{})}
 	n.closing, n.close = context.WithCancel(context.Background())
-	n.peerClient = &http.Client{Transport: pooledTransport()}
+	n.peerClient = &http.Client{Transport: n.peerTransport()}
 	if n.users, err = openUserState(cfg.Root); err != nil {
 		return nil, err
 	}
@@ -293,7 +313,7 @@ func open(cfg Config) (*Node, error) {
 	metaDir, dataDir := objstore.DefaultDirs(cfg.Root)
 	n.store, err = objstore.Open(objstore.Options{
 		MetaDir: metaDir, DataDir: dataDir, Sync: cfg.Sync, SegmentSize: cfg.SegmentSize,
-		Logger: cfg.Logger, Limiter: n.limiter, VacuumThreshold: cfg.VacuumThreshold,
+		Logger: cfg.Logger, Limiter: n.limiter, VacuumThreshold: cfg.VacuumThreshold, LifecycleDay: cfg.LifecycleDay,
 	})
 	if err != nil {
 		return nil, err
@@ -339,7 +359,7 @@ func (n *Node) raftConfig() *raft.Config {
 func (n *Node) startRaft(mux *portMux) error {
 	conf := n.raftConfig()
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: raftLayer{mux.raft}, MaxPool: 8, Timeout: 10 * time.Second, Logger: conf.Logger,
+		Stream: raftLayer{mux.raft, n.secret}, MaxPool: 8, Timeout: 10 * time.Second, Logger: conf.Logger,
 	})
 	// A follower answers InstallSnapshot once it has restored it, having
 	// fetched the bytes its records name: the leader's wait scales with
@@ -391,6 +411,7 @@ func (n *Node) watchLeadership() {
 		n.noteLeader()
 		if n.raft.State() != raft.Leader {
 			n.readyTerm.Store(0)
+			n.lifecycleLeading(false)
 			continue
 		}
 		term := n.raft.CurrentTerm()
@@ -408,6 +429,7 @@ func (n *Node) watchLeadership() {
 		if _, ok := n.users.root(); !ok {
 			n.proposeRoot()
 		}
+		n.lifecycleLeading(true)
 	}
 }
 
@@ -523,11 +545,15 @@ func (n *Node) quorumPeers() int {
 	return voters/2 + 1 - 1
 }
 
-func pooledTransport() *http.Transport {
+// peerTransport is HTTP to other members' cluster ports: every connection
+// authenticated (DialPeer), and pooled.
+func (n *Node) peerTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	// Peers are near: a peer that does not answer a dial within 2 s is
 	// down or cut off, and the caller has better things to try.
-	t.DialContext = (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 15 * time.Second}).DialContext
+	t.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
+		return DialPeer(ctx, addr, n.secret, protoHTTP)
+	}
 	// Sized for load: Go's default of 2 idle connections per host makes
 	// every burst open (and leave in TIME_WAIT) new connections.
 	t.MaxIdleConns = 1024
@@ -545,6 +571,7 @@ func (n *Node) shutdown() error {
 		errs = append(errs, n.raft.Shutdown().Error())
 	}
 	n.wg.Wait()
+	n.store.StopLifecycle()
 	n.pushes.closeAndWait()
 	n.stages.discardAll()
 	errs = append(errs, n.logs.Close(), n.store.Close())

@@ -33,6 +33,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
+	if cfg.LifecycleInterval <= 0 {
+		cfg.LifecycleInterval = time.Hour
+	}
 	if cfg.Logger == nil {
 		return errors.New("cluster: no logger")
 	}
@@ -48,7 +51,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		_ = n.shutdown()
 		return fmt.Errorf("listen on --cluster-address %s: %w", cfg.ClusterAddress, err)
 	}
-	mux := newPortMux(clusterLn)
+	mux := newPortMux(clusterLn, n.secret, n.log)
 	// Raft restores its latest snapshot inside NewRaft, and a store behind
 	// it fetches bytes from peers until they answer: a signal meanwhile
 	// ends the fetches (and the start).
@@ -68,6 +71,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.backend = newStore(n)
+	n.store.SetLifecycleActions(leaderLifecycle{n.backend})
 	requests := admin.NewRequestMetrics(n.registry)
 	n.registry.MustRegister(&admin.StoreCollector{Store: n.store, Limiter: n.limiter}, n.collector())
 	n.api = s3api.New(n.backend, s3api.Config{Region: cfg.Region, Directory: n.users.dir, Logger: cfg.Logger, Observe: requests.Observe})
@@ -111,9 +115,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if cfg.VacuumInterval > 0 {
 		n.store.StartVacuum(cfg.VacuumInterval)
 	}
-	n.wg.Add(4)
+	n.wg.Add(5)
 	go n.watchLeadership()
 	go n.watchMembers()
+	go n.prefetchLoop()
 	go n.expireStages()
 	go func() {
 		defer n.wg.Done()
@@ -259,7 +264,7 @@ func (n *Node) newProxy() *httputil.ReverseProxy {
 			// The signature covers Host: keep the client's.
 			pr.Out.Host = pr.In.Host
 		},
-		Transport:     pooledTransport(),
+		Transport:     n.peerTransport(),
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			n.log.Debug("forward to leader failed", "err", err)
@@ -273,7 +278,10 @@ func (n *Node) newProxy() *httputil.ReverseProxy {
 // never forwarded again, so a request takes at most one hop).
 func (n *Node) peerHandler() http.Handler {
 	m := http.NewServeMux()
-	m.HandleFunc("PUT /_b3/v1/stage", n.handleStage)
+	// Pushed bytes and forwarded requests are clients' work: the pacer
+	// holds this node's background work (vacuum, catch-up fetches it makes
+	// or serves) back while they run, as for requests on --address.
+	m.Handle("PUT /_b3/v1/stage", n.pacer.Handler(http.HandlerFunc(n.handleStage)))
 	m.HandleFunc("GET /_b3/v1/bytes", n.handleBytes)
 	m.HandleFunc("GET /_b3/v1/info", func(w http.ResponseWriter, _ *http.Request) {
 		admin.WriteJSON(w, http.StatusOK, n.info())
@@ -281,7 +289,8 @@ func (n *Node) peerHandler() http.Handler {
 	m.HandleFunc("POST /_b3/v1/users", n.handleUserCommand)
 	m.HandleFunc("POST /_b3/v1/members", n.handleMemberChange)
 	m.HandleFunc("POST /_b3/v1/removed", n.handleRemoved)
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	m.HandleFunc("GET /_b3/v1/lag", n.handleLag)
+	m.Handle("/", n.pacer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A node elected a moment ago may still be applying what its
 		// predecessor committed (the barrier): wait for it, not longer.
 		deadline := time.Now().Add(leaderWait)
@@ -293,7 +302,7 @@ func (n *Node) peerHandler() http.Handler {
 			time.Sleep(10 * time.Millisecond)
 		}
 		n.serveLeader(w, r)
-	})
+	})))
 	return m
 }
 
@@ -381,20 +390,24 @@ func (n *Node) peerInfo(ctx context.Context, addr string) (admin.ClusterMember, 
 	var m admin.ClusterMember
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/_b3/v1/info", nil)
+	return m, n.peerGetJSON(ctx, addr, "/_b3/v1/info", &m)
+}
+
+// peerGetJSON GETs path from a peer's cluster port into out.
+func (n *Node) peerGetJSON(ctx context.Context, addr, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
-		return m, err
+		return err
 	}
 	resp, err := n.peerClient.Do(req)
 	if err != nil {
-		return m, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return m, fmt.Errorf("info: %s", resp.Status)
+		return fmt.Errorf("%s: %s", path, resp.Status)
 	}
-	err = json.NewDecoder(resp.Body).Decode(&m)
-	return m, err
+	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 // adminHandler is the admin API of a single server (stats, vacuum, limits

@@ -112,6 +112,13 @@ func (s *stages) take(ctx context.Context, id uint64, stall time.Duration) *objs
 	return e.staged
 }
 
+// has reports whether bytes under id are arriving or staged.
+func (s *stages) has(id uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[id] != nil
+}
+
 // peek returns the bytes staged under id without claiming them.
 func (s *stages) peek(id uint64) *objstore.Staged {
 	s.mu.Lock()
@@ -297,7 +304,7 @@ func (n *Node) fetch(ctx context.Context, ref bytesRef) (*objstore.Staged, error
 	backoff := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		for _, peer := range n.peersLeaderFirst() {
-			st, err := n.fetchFrom(ctx, peer, ref)
+			st, err := n.fetchFrom(ctx, peer, ref, nil)
 			if err == nil || errors.Is(err, errGone) {
 				return st, err
 			}
@@ -314,7 +321,9 @@ func (n *Node) fetch(ctx context.Context, ref bytesRef) (*objstore.Staged, error
 	}
 }
 
-func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef) (*objstore.Staged, error) {
+// fetchFrom gets the bytes of ref from peer, counting what arrives into e
+// (if not nil: a prefetch an apply may be waiting for).
+func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef, e *stageEntry) (*objstore.Staged, error) {
 	u := "http://" + peer + "/_b3/v1/bytes?" + refQuery(ref).Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -333,7 +342,11 @@ func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef) (*objst
 		return nil, fmt.Errorf("peer %s: %s", peer, resp.Status)
 	}
 	bg := iolimit.WithPriority(ctx, iolimit.Background)
-	st, err := n.store.Stage(bg, ref.Bucket, ref.Key, ref.Version, resp.Body)
+	var body io.Reader = resp.Body
+	if e != nil {
+		body = countingReader{body, e}
+	}
+	st, err := n.store.Stage(bg, ref.Bucket, ref.Key, ref.Version, body)
 	if err != nil {
 		return nil, err
 	}

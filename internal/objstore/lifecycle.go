@@ -33,6 +33,63 @@ import (
 // Invariant: the sweeper deletes an object only under its key lock, only
 // if the record is still the version it examined, and only if that
 // record's instant, recomputed from the rules of that moment, has passed.
+//
+// A pass decides; LifecycleActions carry the decisions out. A single
+// server's store acts on itself (localLifecycle). A replicated store's
+// leader sets its own actions (SetLifecycleActions), which replicate each
+// delete, rewrite and abort as a command, so that the replicas, which
+// never sweep, apply the same changes in the same order; there the
+// invariant above holds under the leader's key lock.
+
+// LifecycleActions carry out a sweeper pass's decisions.
+type LifecycleActions interface {
+	// Settle acts on seen, an object a pass found due or carrying a
+	// stale instant: if seen is still the current version of its key, it
+	// deletes it when LifecycleDue says so, or rewrites its stored
+	// instant when that differs from the rules of now.
+	Settle(seen *meta.Object) (LifecycleOutcome, error)
+	// Abort aborts an upload the rules say is stale (ErrNoSuchUpload if
+	// it is gone).
+	Abort(up *meta.Upload) error
+}
+
+// LifecycleOutcome is what Settle did.
+type LifecycleOutcome int
+
+// The outcomes of Settle.
+const (
+	LifecycleUnchanged   LifecycleOutcome = iota // rewritten, deleted or current since the scan
+	LifecycleExpired                             // deleted
+	LifecycleReevaluated                         // stored instant rewritten
+)
+
+// SetLifecycleActions makes every later pass carry out its decisions
+// through a (nil: on this store itself).
+func (s *Store) SetLifecycleActions(a LifecycleActions) {
+	s.lc.mu.Lock()
+	defer s.lc.mu.Unlock()
+	s.lc.actions = a
+}
+
+func (s *Store) lifecycleActions() LifecycleActions {
+	s.lc.mu.Lock()
+	defer s.lc.mu.Unlock()
+	if s.lc.actions == nil {
+		return localLifecycle{s}
+	}
+	return s.lc.actions
+}
+
+// LifecycleDue returns cur's expiry instant under its bucket's rules of
+// now, and whether it has passed.
+func (s *Store) LifecycleDue(cur *meta.Object) (want time.Time, due bool) {
+	b, err := s.GetBucket(cur.Bucket)
+	if err != nil {
+		return time.Time{}, false
+	}
+	want = s.expiryOf(s.rulesOf(b), cur)
+	return want, !want.IsZero() && !s.now().Before(want)
+}
 
 // LifecycleStatus is what an operator sees of the sweeper.
 type LifecycleStatus struct {
@@ -64,6 +121,7 @@ type lifecycleState struct {
 	done    chan struct{}
 	kick    chan struct{}
 	limit   *rate.Limiter
+	actions LifecycleActions // nil: localLifecycle
 	last    time.Time
 	took    time.Duration
 	lastErr string
@@ -148,6 +206,10 @@ func (s *Store) SetBucketLifecycle(bucket string, doc []byte) error {
 	s.kickLifecycle()
 	return nil
 }
+
+// KickLifecycle starts a pass of the running sweeper loop at once (a
+// replicated store's new leader resumes the sweeping this way).
+func (s *Store) KickLifecycle() { s.kickLifecycle() }
 
 func (s *Store) kickLifecycle() {
 	s.lc.mu.Lock()
@@ -237,6 +299,7 @@ func (s *Store) SweepLifecycle(ctx context.Context) (LifecycleResult, error) {
 }
 
 func (s *Store) sweep(ctx context.Context, res *LifecycleResult) error {
+	act := s.lifecycleActions()
 	buckets, err := s.ListBuckets()
 	if err != nil {
 		return err
@@ -250,7 +313,7 @@ func (s *Store) sweep(ctx context.Context, res *LifecycleResult) error {
 			}
 			res.Scanned++
 			s.lc.seen.Add(1)
-			return s.sweepObject(ctx, conf, obj, res)
+			return s.sweepObject(ctx, act, conf, obj, res)
 		})
 		if err != nil {
 			return fmt.Errorf("lifecycle sweep of bucket %s: %w", b.Name, err)
@@ -276,7 +339,7 @@ func (s *Store) sweep(ctx context.Context, res *LifecycleResult) error {
 			if at.IsZero() || s.now().Before(at) {
 				return nil
 			}
-			err = s.AbortUpload(up.Bucket, up.Key, up.UploadID)
+			err = act.Abort(up)
 			if errors.Is(err, ErrNoSuchUpload) {
 				return nil
 			}
@@ -311,9 +374,9 @@ func (s *Store) sweepLimiter() *rate.Limiter {
 	return s.lc.limit
 }
 
-// sweepObject re-evaluates one object seen by the scan and deletes it if
-// it has expired.
-func (s *Store) sweepObject(ctx context.Context, conf *lifecycle.Configuration, seen *meta.Object, res *LifecycleResult) error {
+// sweepObject re-evaluates one object seen by the scan and has it deleted
+// if it has expired.
+func (s *Store) sweepObject(ctx context.Context, act LifecycleActions, conf *lifecycle.Configuration, seen *meta.Object, res *LifecycleResult) error {
 	want := s.expiryOf(conf, seen)
 	due := !want.IsZero() && !s.now().Before(want)
 	if want.Equal(seen.Expiry) && !due {
@@ -324,45 +387,58 @@ func (s *Store) sweepObject(ctx context.Context, conf *lifecycle.Configuration, 
 			return err
 		}
 	}
+	out, err := act.Settle(seen)
+	switch out {
+	case LifecycleExpired:
+		res.Expired++
+		s.lc.expired.Add(1)
+	case LifecycleReevaluated:
+		res.Reevaluated++
+		s.lc.reevaluated.Add(1)
+	}
+	return err
+}
+
+// localLifecycle carries a pass's decisions out on the store itself.
+type localLifecycle struct{ s *Store }
+
+func (l localLifecycle) Abort(up *meta.Upload) error {
+	return l.s.AbortUpload(up.Bucket, up.Key, up.UploadID)
+}
+
+func (l localLifecycle) Settle(seen *meta.Object) (LifecycleOutcome, error) {
+	s := l.s
 	unlock := s.lockKey(seen.Bucket, seen.Key)
 	defer unlock()
 	cur, err := s.currentObject(seen.Bucket, seen.Key)
 	if err != nil || cur == nil || cur.Version != seen.Version {
-		return err // gone or rewritten since the scan: the writer stamped it
+		return LifecycleUnchanged, err // gone or rewritten since the scan: the writer stamped it
 	}
 	// The rules may have changed since the scan read them.
-	b, err := s.GetBucket(cur.Bucket)
-	if err != nil {
-		return nil
-	}
-	want = s.expiryOf(s.rulesOf(b), cur)
+	want, due := s.LifecycleDue(cur)
 	batch := s.meta.NewBatch()
 	defer batch.Close()
 	counts := map[uint64]int64{}
-	if !want.IsZero() && !s.now().Before(want) {
+	if due {
 		batch.DeleteObject(cur.Bucket, cur.Key)
 		addDead(batch, cur.Extents, counts)
 		if err := batch.Commit(); err != nil {
-			return fmt.Errorf("expire %s/%s: %w", cur.Bucket, cur.Key, err)
+			return LifecycleUnchanged, fmt.Errorf("expire %s/%s: %w", cur.Bucket, cur.Key, err)
 		}
 		s.noteDead(counts)
 		s.invalidate(cur.Bucket, cur.Key)
-		res.Expired++
-		s.lc.expired.Add(1)
-		return nil
+		return LifecycleExpired, nil
 	}
 	if want.Equal(cur.Expiry) {
-		return nil
+		return LifecycleUnchanged, nil
 	}
 	cur.Expiry = want
 	batch.PutObject(cur)
 	if err := batch.Commit(); err != nil {
-		return fmt.Errorf("re-evaluate expiry of %s/%s: %w", cur.Bucket, cur.Key, err)
+		return LifecycleUnchanged, fmt.Errorf("re-evaluate expiry of %s/%s: %w", cur.Bucket, cur.Key, err)
 	}
 	s.invalidate(cur.Bucket, cur.Key)
-	res.Reevaluated++
-	s.lc.reevaluated.Add(1)
-	return nil
+	return LifecycleReevaluated, nil
 }
 
 // LifecycleStatus reports the sweeper's counters.

@@ -165,11 +165,26 @@ func (s *Store) ApplyDeleteObject(bucket, key string, stamp uint64) (*meta.Objec
 	if _, err := s.GetBucket(bucket); err != nil {
 		return nil, err
 	}
+	return s.applyDelete(bucket, key, 0, stamp)
+}
+
+// ApplyExpireObject removes the key's record if it is still version (a
+// lifecycle expiry decided by whoever ordered the command; a later write
+// of the key wins), and returns it; nil if it was not.
+func (s *Store) ApplyExpireObject(bucket, key string, version, stamp uint64) (*meta.Object, error) {
+	return s.applyDelete(bucket, key, version, stamp)
+}
+
+// applyDelete removes the key's record if it is version (0: any).
+func (s *Store) applyDelete(bucket, key string, version, stamp uint64) (*meta.Object, error) {
 	unlock := s.lockKey(bucket, key)
 	defer unlock()
 	cur, err := s.currentObject(bucket, key)
 	if err != nil {
 		return nil, err
+	}
+	if cur != nil && version != 0 && cur.Version != version {
+		cur = nil
 	}
 	b := s.meta.NewBatch()
 	defer b.Close()

@@ -23,12 +23,18 @@ type ClusterOptions struct {
 	Nodes       int    // default 3
 	Replication string // "sync" (default) or "async"
 	Args        []string
-	AccessKey   string // default "TESTACCESSKEY0000000"
-	SecretKey   string // default "test/secret/key/000000000000000000000000"
+	// Secret is the cluster secret (B3_CLUSTER_SECRET) the nodes start
+	// with (default TestClusterSecret).
+	Secret    string
+	AccessKey string // default "TESTACCESSKEY0000000"
+	SecretKey string // default "test/secret/key/000000000000000000000000"
 	// Network, if set, runs node i inside Network.Nodes[i] on fixed ports
 	// of its address; the test reaches it from the hub namespace.
 	Network *Network
 }
+
+// TestClusterSecret is the cluster secret of test clusters.
+const TestClusterSecret = "test-cluster-secret-0000"
 
 // ClusterNode is one member of a test cluster.
 type ClusterNode struct {
@@ -72,6 +78,9 @@ type Cluster struct {
 	peers      string
 	AdminToken string
 	Nodes      []*ClusterNode
+	// Secrets holds the cluster secret node i starts with (a test may
+	// change it before a Start).
+	Secrets []string
 }
 
 // StartCluster starts a group on free loopback ports, waits until it has
@@ -84,6 +93,9 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	}
 	if opts.Replication == "" {
 		opts.Replication = "sync"
+	}
+	if opts.Secret == "" {
+		opts.Secret = TestClusterSecret
 	}
 	if opts.AccessKey == "" {
 		opts.AccessKey, opts.SecretKey = "TESTACCESSKEY0000000", "test/secret/key/000000000000000000000000"
@@ -105,6 +117,7 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 			n.ConsoleAddr = FreeAddr(t)
 		}
 		c.Nodes = append(c.Nodes, n)
+		c.Secrets = append(c.Secrets, opts.Secret)
 		peers = append(peers, n.ID+"="+n.ClusterAddr)
 	}
 	c.peers = strings.Join(peers, ",")
@@ -173,6 +186,7 @@ func (c *Cluster) Start(i int) error {
 	}
 	p, err := Start(n.ID, bin, args, []string{
 		"B3_ACCESS_KEY=" + c.opts.AccessKey, "B3_SECRET_KEY=" + c.opts.SecretKey, "B3_ADMIN_TOKEN=" + c.AdminToken,
+		"B3_CLUSTER_SECRET=" + c.Secrets[i],
 	})
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ start_cluster() {
 		peers+="${peers:+,}n$i=${cl[$((i - 1))]}"
 	done
 	for i in 1 2 3; do
-		B3_ACCESS_KEY=$access_key B3_SECRET_KEY=$secret_key B3_ADMIN_TOKEN=bench \
+		B3_ACCESS_KEY=$access_key B3_SECRET_KEY=$secret_key B3_ADMIN_TOKEN=bench B3_CLUSTER_SECRET=bench-cluster-secret \
 			"$B3_BIN" node --id "n$i" --data "$dir/n$i" --address "${s3[$((i - 1))]}" \
 			--cluster-address "${cl[$((i - 1))]}" --peers "$peers" --admin-address "${adm[$((i - 1))]}" \
 			--log-level warn >"$out/node-n$i.log" 2>&1 &

@@ -376,6 +376,11 @@ func TestClusterFollowerCatchUp(t *testing.T) {
 	if vs.Pace.Reason == iolimit.ReasonNotRunning || vs.Pace.Work < missed {
 		t.Fatalf("pace on the returning node: %+v, want a running controller charged at least %d bytes", vs.Pace, missed)
 	}
+	// ... fetched ahead of the apply, several at once, not one by one
+	// inside it.
+	if got := mustMetric(t, c, away, "b3_cluster_catchup_prefetched_bytes_total"); got <= 0 {
+		t.Fatalf("the returning node prefetched %v bytes, want some", got)
+	}
 	if err := c.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
@@ -418,7 +423,8 @@ func writeMissed(ctx context.Context, t *testing.T, cl *s3.Client, bucket string
 }
 
 // TestClusterAsync: in async mode writes are acknowledged after the
-// leader's own durable write and still reach every node's store.
+// leader's own durable write and still reach every node's store; every
+// node exports the replication lag (bytes, seconds).
 func TestClusterAsync(t *testing.T) {
 	c := testutil.StartCluster(t, testutil.ClusterOptions{Replication: "async"})
 	cl := clients(c)
@@ -447,6 +453,57 @@ func TestClusterAsync(t *testing.T) {
 	}
 	if err := c.WaitConverged(ctx); err != nil {
 		t.Fatal(err)
+	}
+
+	// The lag, on every node: a follower away while 4 objects are written
+	// lags by their bytes on the leader's account; the other one, caught
+	// up, by nothing; once back, the first catches up to nothing too.
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	away, other := (leader+1)%3, (leader+2)%3
+	series := func(i int, what string) string {
+		return fmt.Sprintf(`b3_cluster_replication_lag_%s{member="%s"}`, what, c.Nodes[i].ID)
+	}
+	for _, i := range []int{leader, away, other} {
+		if got := mustMetric(t, c, i, series(i, "bytes")); got != 0 {
+			t.Fatalf("%s reports a lag of %v bytes, converged", c.Nodes[i].ID, got)
+		}
+	}
+	c.Kill(away)
+	var missed int
+	for i := range 4 {
+		key := fmt.Sprintf("lag%d", i)
+		body := randomBytes(uint64(50+i), 200<<10)
+		if _, err := cl[leader].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatalf("PutObject %s: %v", key, err)
+		}
+		want[key] = body
+		missed += len(body)
+	}
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustMetric(t, c, leader, series(away, "bytes")); got < float64(missed) {
+		t.Fatalf("the leader reports %s lagging by %v bytes, want at least the %d it missed", c.Nodes[away].ID, got, missed)
+	}
+	if got := mustMetric(t, c, leader, series(away, "seconds")); got <= 0 {
+		t.Fatalf("the leader reports %s lagging by %v s, want more than 0", c.Nodes[away].ID, got)
+	}
+	if got := mustMetric(t, c, other, series(other, "bytes")); got != 0 {
+		t.Fatalf("%s, caught up, reports a lag of %v bytes", c.Nodes[other].ID, got)
+	}
+	if err := c.Start(away); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{leader, away} {
+		if got := mustMetric(t, c, i, series(away, "bytes")); got != 0 {
+			t.Fatalf("%s reports %s lagging by %v bytes, caught up", c.Nodes[i].ID, c.Nodes[away].ID, got)
+		}
 	}
 	if err := c.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)

@@ -67,8 +67,7 @@ func BenchmarkClusterCatchUp(b *testing.B) {
 				if i*objSize >= total {
 					return
 				}
-				if _, err := cl[leader].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket),
-					Key: aws.String(fmt.Sprintf("missed/%06d", i)), Body: bytes.NewReader(body)}); err != nil {
+				if err := putRetry(ctx, cl[leader], bucket, fmt.Sprintf("missed/%06d", i), body); err != nil {
 					errs <- err
 					return
 				}
@@ -94,8 +93,7 @@ func BenchmarkClusterCatchUp(b *testing.B) {
 			default:
 			}
 			t0 := time.Now()
-			if _, err := cl[leader].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket),
-				Key: aws.String(fmt.Sprintf("fg/%08d", seq.Add(1))), Body: bytes.NewReader(small)}); err != nil {
+			if err := putRetry(ctx, cl[leader], bucket, fmt.Sprintf("fg/%08d", seq.Add(1)), small); err != nil {
 				b.Errorf("foreground PUT: %v", err)
 				return lat, time.Since(start)
 			}
@@ -157,6 +155,19 @@ func BenchmarkClusterCatchUp(b *testing.B) {
 		b.ReportMetric(float64(len(m.lat))/m.elapsed.Seconds(), "fg_"+m.name+"_ops/s")
 		b.ReportMetric(pct(0.5), "fg_"+m.name+"_p50_ms")
 		b.ReportMetric(pct(0.99), "fg_"+m.name+"_p99_ms")
+	}
+}
+
+// putRetry writes one object, retrying while the group answers 503
+// SlowDown (a loaded machine can make the leader step down for a moment,
+// with one follower away); the retries count in the latency.
+func putRetry(ctx context.Context, cl *s3.Client, bucket, key string, body []byte) error {
+	for {
+		_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)})
+		if testutil.APICode(err) != "SlowDown" || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -1,0 +1,151 @@
+package cluster
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/b3-storage/b3/internal/server"
+)
+
+// Authentication between nodes.
+//
+// Every connection to a node's --cluster-address, Raft's and HTTP alike,
+// opens with a mutual challenge on the cluster secret, a key every member
+// holds, before a byte of either protocol:
+//
+//	dialer   → listener  "b3c1" | nonce D (32 random bytes)
+//	listener → dialer    nonce L (32 random bytes) | HMAC-SHA256(secret, "listener" | D | L)
+//	dialer   → listener  HMAC-SHA256(secret, "dialer" | D | L) | protocol (raftMagic or protoHTTP)
+//
+// Each side proves it holds the secret over a nonce the other just chose,
+// so a recorded exchange cannot be replayed, and the two proofs differ by
+// role, so one cannot be reflected as the other. A listener closes a
+// connection that fails (or does not finish within handshakeTimeout)
+// without answering anything; a dialer drops a listener that fails. Then
+// the connection carries the protocol in the clear: the secret keeps
+// processes that lack it from joining the group, pushing or fetching
+// bytes, or forwarding requests; it does not hide or protect the traffic
+// on a network an attacker can read or alter (docs/SECURITY.md).
+const (
+	authMagic        = "b3c1"
+	nonceSize        = 32
+	protoHTTP        = 'H'
+	handshakeTimeout = 10 * time.Second
+	// MinSecretLen is the shortest cluster secret a node accepts.
+	MinSecretLen = 16
+	secretFile   = "cluster-secret"
+)
+
+var errAuth = errors.New("cluster: peer failed authentication (not the same cluster secret?)")
+
+func authMAC(secret []byte, role string, d, l []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(role))
+	m.Write(d)
+	m.Write(l)
+	return m.Sum(nil)
+}
+
+// DialPeer opens an authenticated connection to a node's cluster address
+// for protocol proto (raftMagic or protoHTTP).
+func DialPeer(ctx context.Context, addr string, secret []byte, proto byte) (net.Conn, error) {
+	c, err := (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 15 * time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := clientHandshake(c, secret, proto); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+func clientHandshake(c net.Conn, secret []byte, proto byte) error {
+	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	d := make([]byte, nonceSize)
+	_, _ = rand.Read(d)
+	if _, err := c.Write(append([]byte(authMagic), d...)); err != nil {
+		return err
+	}
+	in := make([]byte, nonceSize+sha256.Size)
+	if _, err := io.ReadFull(c, in); err != nil {
+		return fmt.Errorf("%w: %v", errAuth, err)
+	}
+	l, mac := in[:nonceSize], in[nonceSize:]
+	if !hmac.Equal(mac, authMAC(secret, "listener", d, l)) {
+		return errAuth
+	}
+	if _, err := c.Write(append(authMAC(secret, "dialer", d, l), proto)); err != nil {
+		return err
+	}
+	return c.SetDeadline(time.Time{})
+}
+
+// serverHandshake authenticates a dialer and returns the protocol it
+// asked for.
+func serverHandshake(c net.Conn, r io.Reader, secret []byte) (byte, error) {
+	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	in := make([]byte, len(authMagic)+nonceSize)
+	if _, err := io.ReadFull(r, in); err != nil {
+		return 0, err
+	}
+	if string(in[:len(authMagic)]) != authMagic {
+		return 0, errAuth
+	}
+	d := in[len(authMagic):]
+	l := make([]byte, nonceSize)
+	_, _ = rand.Read(l)
+	if _, err := c.Write(append(l, authMAC(secret, "listener", d, l)...)); err != nil {
+		return 0, err
+	}
+	proof := make([]byte, sha256.Size+1)
+	if _, err := io.ReadFull(r, proof); err != nil {
+		return 0, err
+	}
+	if !hmac.Equal(proof[:sha256.Size], authMAC(secret, "dialer", d, l)) {
+		return 0, errAuth
+	}
+	return proof[sha256.Size], c.SetDeadline(time.Time{})
+}
+
+// loadSecret returns the cluster secret: the one given (B3_CLUSTER_SECRET
+// or --cluster-secret-file), else the one a previous start kept in the
+// data directory.
+func loadSecret(root, given string) ([]byte, error) {
+	given = strings.TrimSpace(given)
+	if given == "" {
+		data, err := os.ReadFile(filepath.Join(root, secretFile))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, errors.New("no cluster secret: give every node the same one, of at least 16 characters, in B3_CLUSTER_SECRET or --cluster-secret-file (docs/CLUSTER.md)")
+		case err != nil:
+			return nil, err
+		}
+		given = strings.TrimSpace(string(data))
+	}
+	if len(given) < MinSecretLen {
+		return nil, fmt.Errorf("the cluster secret has %d characters, want at least %d", len(given), MinSecretLen)
+	}
+	return []byte(given), nil
+}
+
+// keepSecret stores the secret in the data directory (readable by this
+// user only), so that a restart needs it no more.
+func keepSecret(root string, secret []byte) error {
+	path := filepath.Join(root, secretFile)
+	if have, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(have)) == string(secret) {
+		return nil
+	}
+	return server.WriteFileSync(path, append(append([]byte(nil), secret...), '\n'), 0o600)
+}

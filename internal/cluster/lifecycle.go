@@ -1,0 +1,74 @@
+package cluster
+
+import (
+	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
+)
+
+// Lifecycle expiry is decided once, by the leader, and replicated as
+// commands: only the leader runs the sweeper (started when it becomes
+// ready in a term, stopped as soon as it does not lead; a new leader's
+// first pass starts at once), and carries its decisions out through the
+// log (leaderLifecycle). The replicas never sweep: they apply the
+// expire, update and abort commands in log order like any other, so every
+// node deletes the same objects and vacuum reclaims their bytes on each
+// under its own limits. Expiry instants themselves are computed on every
+// node at apply time from the record and the bucket's rules (no clock),
+// so they agree everywhere; only "has it passed" reads a clock, the
+// leader's.
+//
+// Invariant: an expire command names the version the leader found due,
+// under the key's lock on the leader; applying it deletes the key only if
+// that version is still current, so a write ordered after the decision
+// always wins.
+type leaderLifecycle struct{ s *Store }
+
+var _ objstore.LifecycleActions = leaderLifecycle{}
+
+func (l leaderLifecycle) Settle(seen *meta.Object) (objstore.LifecycleOutcome, error) {
+	s := l.s
+	unlock := s.lockKey(seen.Bucket, seen.Key)
+	defer unlock()
+	cur, err := s.current(seen.Bucket, seen.Key)
+	if err != nil || cur == nil || cur.Version != seen.Version {
+		return objstore.LifecycleUnchanged, err
+	}
+	want, due := s.LifecycleDue(cur)
+	if due {
+		gone, err := s.node.propose(&command{Op: opExpire, Name: cur.Bucket, Key: cur.Key, Version: cur.Version})
+		if err != nil || gone == nil {
+			return objstore.LifecycleUnchanged, err
+		}
+		return objstore.LifecycleExpired, nil
+	}
+	if want.Equal(cur.Expiry) {
+		return objstore.LifecycleUnchanged, nil
+	}
+	// An update of the same version: every node recomputes the instant
+	// from the rules in force at that point of the log.
+	rec := *cur
+	rec.Extents, rec.Inline = nil, nil
+	if _, err := s.node.propose(&command{Op: opUpdateObject, Object: &rec}); err != nil {
+		return objstore.LifecycleUnchanged, err
+	}
+	return objstore.LifecycleReevaluated, nil
+}
+
+func (l leaderLifecycle) Abort(up *meta.Upload) error {
+	return l.s.AbortUpload(up.Bucket, up.Key, up.UploadID)
+}
+
+// lifecycleLeading starts the sweeper when this node becomes ready to
+// lead and stops it when it no longer leads.
+func (n *Node) lifecycleLeading(leading bool) {
+	if leading == n.sweeping {
+		return
+	}
+	n.sweeping = leading
+	if leading {
+		n.store.StartLifecycle(n.cfg.LifecycleInterval, n.cfg.LifecycleRate)
+		n.store.KickLifecycle()
+		return
+	}
+	n.store.StopLifecycle()
+}

@@ -237,6 +237,7 @@ func (s *Server) objectReadError(rq *request, obj *meta.Object, err error) error
 func (s *Server) writeReadHeaders(rq *request, obj *meta.Object, r byteRange, partial bool) error {
 	h := rq.w.Header()
 	writeObjectHeaders(h, obj)
+	writeExpiration(h, rq.bucketRec, obj)
 	// Overrides are validated before any header a failure must not carry.
 	if err := applyResponseOverrides(rq); err != nil {
 		return err

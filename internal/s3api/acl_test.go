@@ -370,3 +370,50 @@ func TestBucketAccessDefaults(t *testing.T) {
 		wantCode(t, call(ctx, anon, "legacy"), "AccessDenied")
 	}
 }
+
+// TestACLOnUploadsAndCopies: the ACL asked for at CreateMultipartUpload
+// reaches the completed object; CopyObject takes the ACL of its request,
+// and the copy source is authorized by the source bucket's policy.
+func TestACLOnUploadsAndCopies(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MinPartSize = 100 })
+	ctx := context.Background()
+	root, other, anon := e.root(), e.other(), e.anonymous()
+	e.aclBucket("uploads")
+	create, err := root.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("uploads"), Key: aws.String("mp"), ACL: types.ObjectCannedACLPublicRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, _ := uploadParts(t, root, "uploads", "mp", aws.ToString(create.UploadId), []int{100, 10}, "")
+	if _, err := root.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("uploads"), Key: aws.String("mp"), UploadId: create.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := getObject("mp")(ctx, anon, "uploads"); err != nil {
+		t.Fatalf("anonymous read of a public-read multipart object: %v", err)
+	}
+	for key, acl := range map[string]types.ObjectCannedACL{"copy-public": types.ObjectCannedACLPublicRead, "copy-private": ""} {
+		if _, err := root.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("uploads"), Key: aws.String(key), CopySource: aws.String("uploads/public"), ACL: acl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := getObject("copy-public")(ctx, anon, "uploads"); err != nil {
+		t.Fatalf("copy with public-read: %v", err)
+	}
+	wantCode(t, getObject("copy-private")(ctx, anon, "uploads"), "AccessDenied")
+
+	e.mustCreateBucket("src")
+	e.mustPut("src", "shared/k", []byte("shared"))
+	e.mustPut("src", "secret", []byte("secret"))
+	doc := policyDoc(`{"Effect":"Allow","Principal":{"AWS":"other"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::src/shared/*"}`)
+	if _, err := root.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String("src"), Policy: &doc}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("dest")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("dest"), Key: aws.String("k"), CopySource: aws.String("src/shared/k")}); err != nil {
+		t.Fatalf("copy allowed by the source's policy: %v", err)
+	}
+	_, err = other.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("dest"), Key: aws.String("s"), CopySource: aws.String("src/secret")})
+	wantCode(t, err, "AccessDenied")
+}

@@ -102,13 +102,14 @@ func (s *Server) objectFromHeaders(rq *request) (*meta.Object, error) {
 	if !validStorageClass(rq.Header.Get("x-amz-storage-class")) {
 		return nil, errInvalidStorageClass
 	}
-	if _, err := cannedObjectACL(rq.Header.Get("x-amz-acl")); err != nil {
+	grants, owner, err := s.objectACL(rq.Header, rq.bucketRec, rq.accessKey)
+	if err != nil {
 		return nil, err
 	}
 	if err := refuseEncryption(rq.Header); err != nil {
 		return nil, err
 	}
-	obj := &meta.Object{Tags: tags, Owner: rq.accessKey}
+	obj := &meta.Object{Tags: tags, Owner: owner, Grants: grants}
 	a.toObject(obj)
 	return obj, nil
 }
@@ -236,6 +237,7 @@ func (s *Server) objectReadError(rq *request, obj *meta.Object, err error) error
 func (s *Server) writeReadHeaders(rq *request, obj *meta.Object, r byteRange, partial bool) error {
 	h := rq.w.Header()
 	writeObjectHeaders(h, obj)
+	writeExpiration(h, rq.bucketRec, obj)
 	// Overrides are validated before any header a failure must not carry.
 	if err := applyResponseOverrides(rq); err != nil {
 		return err

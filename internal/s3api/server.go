@@ -76,6 +76,8 @@ type Server struct {
 
 	idPrefix  string
 	idCounter atomic.Uint64
+
+	policies policyCache
 }
 
 // New returns a Server answering for store.
@@ -125,6 +127,9 @@ type request struct {
 
 	// Set by authorization when the operation addresses a bucket.
 	bucketRec *meta.Bucket
+	// objRec is the object authorization read, if it read one (object
+	// ACLs, s3:ExistingObjectTag): handlers may reuse it as a hint.
+	objRec *meta.Object
 }
 
 // responseWriter remembers whether the header was written, so that an
@@ -267,7 +272,7 @@ func (s *Server) writeError(rq *request, err error) {
 	h := rq.w.Header()
 	// Drop headers a handler may have set for a success that did not
 	// happen; keep the request id and CORS headers.
-	for _, k := range []string{"Etag", "Last-Modified", "Accept-Ranges", "Content-Disposition", "Content-Encoding", "Content-Language", "Cache-Control", "Expires"} {
+	for _, k := range []string{"Etag", "Last-Modified", "Accept-Ranges", "Content-Disposition", "Content-Encoding", "Content-Language", "Cache-Control", "Expires", "x-amz-expiration"} {
 		h.Del(k)
 	}
 	if rq.Method == http.MethodHead {

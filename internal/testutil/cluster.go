@@ -221,6 +221,7 @@ func (c *Cluster) AddNode() (int, error) {
 	n := &ClusterNode{ID: id, Data: filepath.Join(filepath.Dir(c.Nodes[0].Data), id), Join: true, Dial: (&net.Dialer{}).DialContext,
 		S3Addr: FreeAddr(c.t), ClusterAddr: FreeAddr(c.t), AdminAddr: FreeAddr(c.t), ConsoleAddr: FreeAddr(c.t)}
 	c.Nodes = append(c.Nodes, n)
+	c.Secrets = append(c.Secrets, c.opts.Secret)
 	return i, c.Start(i)
 }
 

@@ -258,6 +258,14 @@ func TestConsoleBrowser(t *testing.T) {
 	if strings.Contains(listed, "media") || status != 403 {
 		t.Errorf("second user: bucket list %q, listing media answered %d; want no media and 403", listed, status)
 	}
+
+	// Deleting a bucket that holds objects asks, then empties it.
+	run("delete the bucket", chromedp.Navigate(consoleURL+"#/buckets"), present(`tr[data-bucket="media"]`),
+		chromedp.Click(chromedp.CSS(`tr[data-bucket="media"] .delete-bucket`)),
+		chromedp.Click(chromedp.CSS(".confirm-yes")), absent(`tr[data-bucket="media"]`))
+	if _, err := srv.Client(5*time.Second).HeadBucket(context.Background(), &s3.HeadBucketInput{Bucket: aws.String("media")}); err == nil {
+		t.Error("bucket media still exists after the console deleted it")
+	}
 }
 
 func headObject(bucket, key string) *s3.HeadObjectInput {

@@ -44,11 +44,15 @@ start_cluster() {
 		s3+=("127.0.0.1:$(free_port)") cl+=("127.0.0.1:$(free_port)") adm+=("127.0.0.1:$(free_port)")
 		peers+="${peers:+,}n$i=${cl[$((i - 1))]}"
 	done
+	# No web consoles: three nodes would share its default port (older
+	# binaries have no such flag).
+	local console=()
+	if "$B3_BIN" node --help 2>&1 | grep -q -- -console-address; then console=(--console-address ""); fi
 	for i in 1 2 3; do
 		B3_ACCESS_KEY=$access_key B3_SECRET_KEY=$secret_key B3_ADMIN_TOKEN=bench B3_CLUSTER_SECRET=bench-cluster-secret \
 			"$B3_BIN" node --id "n$i" --data "$dir/n$i" --address "${s3[$((i - 1))]}" \
 			--cluster-address "${cl[$((i - 1))]}" --peers "$peers" --admin-address "${adm[$((i - 1))]}" \
-			--log-level warn >"$out/node-n$i.log" 2>&1 &
+			"${console[@]}" --log-level warn >"$out/node-n$i.log" 2>&1 &
 		node_pids+=($!)
 	done
 	local deadline=$((SECONDS + 60)) leader=""

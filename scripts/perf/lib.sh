@@ -65,7 +65,9 @@ start_server() {
 			admin_address=127.0.0.1:$(free_port)
 			admin=(--admin-address "$admin_address")
 		fi
-		"$bin" server --address "127.0.0.1:$port" --data "$data" "${admin[@]}" \
+		# No web console (its default port would collide between runs);
+		# through the environment, which older binaries ignore.
+		B3_CONSOLE_ADDRESS="" "$bin" server --address "127.0.0.1:$port" --data "$data" "${admin[@]}" \
 			--access-key "$access_key" --secret-key "$secret_key" --log-level warn "${SERVER_ARGS[@]}" >"$logfile" 2>&1 &
 		;;
 	minio)

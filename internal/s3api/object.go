@@ -242,6 +242,9 @@ func (s *Server) objectReadError(rq *request, obj *meta.Object, err error) error
 func (s *Server) writeReadHeaders(rq *request, obj *meta.Object, r byteRange, partial bool) error {
 	h := rq.w.Header()
 	writeObjectHeaders(h, obj)
+	if s.cfg.MediaHeaders {
+		writeMediaHeaders(h, obj)
+	}
 	// Overrides are validated before any header a failure must not carry.
 	if err := applyResponseOverrides(rq); err != nil {
 		return err

@@ -51,6 +51,11 @@ type Config struct {
 	// MaxObjectSize is the largest single PUT, part or POST file (default
 	// 5 GiB, as AWS). Tests may lower it.
 	MaxObjectSize int64
+	// MediaHeaders serves objects stored without a Content-Type (or with a
+	// generic one) with the type of their key's extension (.m3u8, .ts,
+	// .m4s, ...), and playlists without a Cache-Control with "no-cache":
+	// see media.go. Off, objects are served with what was stored.
+	MediaHeaders bool
 	// Now returns the current time (default time.Now); the verifier uses it
 	// for request skew and presign expiry.
 	Now    func() time.Time

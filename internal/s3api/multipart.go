@@ -113,7 +113,7 @@ func (s *Server) uploadPart(rq *request) error {
 	}
 	partAlg := partAlgorithm(up)
 	cr := checksum.NewReader(body, exp, partAlg)
-	part, err := s.store.PutPart(rq.Context(), rq.bucket, rq.key, uploadID, number, &uploadBody{src: cr, want: rq.contentLength}, func(p *meta.Part) error {
+	part, err := s.store.PutPart(uploadContext(rq), rq.bucket, rq.key, uploadID, number, &uploadBody{src: cr, want: rq.contentLength}, func(p *meta.Part) error {
 		if !cr.Done() {
 			return errIncompleteBody
 		}

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -40,6 +41,15 @@ func (s *Server) admitUpload(rq *request) (body io.Reader, release func(), err e
 	return rq.body, release, err
 }
 
+// uploadContext is the context of an upload's store call: the request's,
+// except that it is not canceled when the client's connection closes. A
+// client that hangs up in the middle of its body still fails the upload —
+// its next read reports the cut body, and nothing is stored —, while one
+// that sent its whole body and closed the connection without waiting for
+// the answer, as ffmpeg's HLS muxer does with every segment it PUTs, has
+// its complete, verified object stored instead of discarded half way.
+func uploadContext(rq *request) context.Context { return context.WithoutCancel(rq.Context()) }
+
 // putObject stores the body in one pass: the s3auth body (signature,
 // aws-chunked framing) feeds the checksum reader (MD5 for the ETag, the
 // requested checksum, verification at EOF), which objstore streams into
@@ -69,7 +79,7 @@ func (s *Server) putObject(rq *request) error {
 		return err
 	}
 	cr := checksum.NewReader(body, exp, checksum.Default)
-	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
+	stored, err := s.store.PutObject(uploadContext(rq), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
 		Body:   &uploadBody{src: cr, want: rq.contentLength},
 		Object: obj,

@@ -15,11 +15,13 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/objstore"
 )
 
@@ -244,6 +246,55 @@ func TestChunkedUploadFreeSpaceReserve(t *testing.T) {
 	for i := range 3 {
 		if resp, body := e.putChunked(nil, fmt.Sprintf("/open/fits-%d", i), zeros(room/4), ""); resp.StatusCode != http.StatusOK {
 			t.Fatalf("chunked PUT %d within the room: %d %s", i, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestChunkedUploadClientClosesAfterBody: a client that sends its whole
+// chunked body and closes the connection without reading the answer (as
+// ffmpeg's HLS muxer does with every segment) has its object stored, above
+// the inline limit too, where the store waits for the records' fsync (group
+// commit, as the server runs) before it commits.
+func TestChunkedUploadClientClosesAfterBody(t *testing.T) {
+	e := newEnvStore(t, func(o *objstore.Options) { o.Sync = blob.SyncBatch })
+	e.mustCreatePublicBucket("open", types.BucketCannedACLPublicReadWrite)
+	for _, size := range []int{100, 20 << 10, 3<<20 + 7} {
+		body := randomBytes(size, uint64(size))
+		key := fmt.Sprintf("seg%d.ts", size)
+		conn, err := net.Dial("tcp", e.ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := bufio.NewWriter(conn)
+		fmt.Fprintf(w, "PUT /open/%s HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n", key, e.ts.Listener.Addr())
+		for rest := body; len(rest) > 0; {
+			n := min(len(rest), 32<<10)
+			fmt.Fprintf(w, "%x\r\n%s\r\n", n, rest[:n])
+			rest = rest[n:]
+		}
+		fmt.Fprint(w, "0\r\n\r\n")
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+		// The server finishes the upload after the client is gone: wait
+		// for it (bounded), then compare.
+		var got *http.Response
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if got, err = http.Get(e.ts.URL + "/open/" + key); err == nil && got.StatusCode == http.StatusOK {
+				break
+			}
+			if err == nil {
+				got.Body.Close()
+			}
+		}
+		if got == nil || got.StatusCode != http.StatusOK {
+			t.Fatalf("%d-byte body sent whole, connection closed: never stored", size)
+		}
+		data, err := io.ReadAll(got.Body)
+		got.Body.Close()
+		if err != nil || !bytes.Equal(data, body) {
+			t.Fatalf("%d-byte body sent whole: read back %d bytes (%v), not the same", size, len(data), err)
 		}
 	}
 }

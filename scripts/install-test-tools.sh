@@ -38,3 +38,13 @@ if [ "$(cat "$tools_bin/mc.version" 2>/dev/null)" != "$mc_version" ] || ! works 
 	GOBIN="$tools_bin" go install "github.com/minio/mc@$mc_version"
 	echo "$mc_version" >"$tools_bin/mc.version"
 fi
+
+# ffmpeg and ffprobe (test/hls): a live encoder pushing HLS into b3 with
+# plain HTTP PUT and DELETE, and a player reading it back. Debian package.
+if ! works /usr/bin/ffmpeg -version || ! works /usr/bin/ffprobe -version; then
+	echo "installing: ffmpeg"
+	if [ "$(id -u)" != 0 ]; then echo "need root to apt-get install ffmpeg" >&2; exit 1; fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y ffmpeg >/dev/null 2>&1 ||
+		{ apt-get update >/dev/null && apt-get install -y ffmpeg >/dev/null; }
+fi

@@ -25,6 +25,8 @@ var ErrCorrupt = errors.New("meta: corrupt record")
 //	map       uvarint count, then count (string key, string value) pairs in
 //	          ascending key order, so equal maps encode identically
 //	extent    uvarint segment, varint offset, varint length, varint size
+//	grants    uvarint count+1 (0 encodes nil), then count (string grantee,
+//	          string permission) pairs in order
 
 // encoder appends to a byte slice.
 type encoder struct{ buf []byte }
@@ -69,6 +71,17 @@ func (e *encoder) extents(xs []Extent) {
 		e.varint(x.Offset)
 		e.varint(x.Length)
 		e.varint(x.Size)
+	}
+}
+
+func (e *encoder) grants(gs []Grant) {
+	if gs == nil {
+		e.uvarint(0)
+		return
+	}
+	e.uvarint(uint64(len(gs)) + 1)
+	for _, g := range gs {
+		e.strs(g.Grantee, g.Permission)
 	}
 }
 
@@ -216,6 +229,22 @@ func (d *decoder) extents() []Extent {
 		xs[i] = Extent{Segment: d.uvarint(), Offset: d.varint(), Length: d.varint(), Size: d.varint()}
 	}
 	return xs
+}
+
+func (d *decoder) grants() []Grant {
+	v := d.uvarint()
+	if v == 0 || d.err != nil {
+		return nil
+	}
+	if v-1 > uint64(len(d.buf)/2) {
+		d.fail("grant count")
+		return nil
+	}
+	gs := make([]Grant, v-1)
+	for i := range gs {
+		d.strs(&gs[i].Grantee, &gs[i].Permission)
+	}
+	return gs
 }
 
 // int reads a non-negative int that must not exceed limit.

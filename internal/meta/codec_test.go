@@ -30,6 +30,26 @@ func inlineObject() *Object {
 		Modified: ts(1_700_000_001), UserMeta: map[string]string{"unit": "C"}, Inline: []byte("hello")}
 }
 
+// grantedObject has an ACL of its own (format 3), with and without an
+// inline payload.
+func grantedObject(inline bool) *Object {
+	o := fullObject()
+	if inline {
+		o = inlineObject()
+	}
+	o.Grants = []Grant{{Grantee: "c0ffee", Permission: "FULL_CONTROL"}, {Grantee: "http://acs.amazonaws.com/groups/global/AllUsers", Permission: "READ"}}
+	return o
+}
+
+// accessBucket has the access settings of format 2.
+func accessBucket() *Bucket {
+	b := fullBucket()
+	b.Grants = []Grant{}
+	b.Ownership = OwnershipObjectWriter
+	b.PublicAccessBlock = &PublicAccessBlock{BlockPublicAcls: true, RestrictPublicBuckets: true}
+	return b
+}
+
 func fullUpload() *Upload {
 	return &Upload{
 		Bucket: "media", Key: "a\x00b", UploadID: NewUploadID(42), Version: 42, Initiated: ts(-5),
@@ -63,7 +83,8 @@ var codecCases = []codecCase{
 	{
 		name: "object",
 		values: []any{fullObject(), &Object{Bucket: "b", Key: ""}, sampleObject("b", "k"), inlineObject(),
-			&Object{Bucket: "b", Key: "empty", Inline: []byte{}}},
+			&Object{Bucket: "b", Key: "empty", Inline: []byte{}}, grantedObject(false), grantedObject(true),
+			&Object{Bucket: "b", Key: "no grants", Grants: []Grant{}}},
 		encode: func(v any) []byte { return encodeObject(v.(*Object)) },
 		decode: func(v any, data []byte) (any, error) {
 			o := v.(*Object)
@@ -71,8 +92,9 @@ var codecCases = []codecCase{
 		},
 	},
 	{
-		name:   "upload",
-		values: []any{fullUpload(), &Upload{Bucket: "b", UploadID: NewUploadID(1)}},
+		name: "upload",
+		values: []any{fullUpload(), &Upload{Bucket: "b", UploadID: NewUploadID(1)},
+			&Upload{Bucket: "b", UploadID: NewUploadID(2), Grants: []Grant{{Grantee: "c0ffee", Permission: "READ"}}}},
 		encode: func(v any) []byte { return encodeUpload(v.(*Upload)) },
 		decode: func(v any, data []byte) (any, error) {
 			u := v.(*Upload)
@@ -80,8 +102,9 @@ var codecCases = []codecCase{
 		},
 	},
 	{
-		name:   "bucket",
-		values: []any{fullBucket(), &Bucket{Name: "x"}},
+		name: "bucket",
+		values: []any{fullBucket(), &Bucket{Name: "x"}, accessBucket(),
+			&Bucket{Name: "y", Ownership: OwnershipBucketOwnerEnforced, PublicAccessBlock: &PublicAccessBlock{}}},
 		encode: func(v any) []byte { return encodeBucket(v.(*Bucket)) },
 		decode: func(v any, data []byte) (any, error) { return decodeBucket(v.(*Bucket).Name, data) },
 	},
@@ -225,5 +248,41 @@ func TestListingOmitsInlinePayload(t *testing.T) {
 	got, err := db.GetObject(o.Bucket, o.Key)
 	if err != nil || !bytes.Equal(got.Inline, o.Inline) {
 		t.Fatalf("get after the refused write: %+v %v", got, err)
+	}
+}
+
+// Records written before the access settings existed decode unchanged,
+// and records without them are still written in the old formats, byte for
+// byte: the encodings below were taken from the code before formats 3
+// (object) and 2 (bucket).
+func TestAccessFormatsKeepOldRecords(t *testing.T) {
+	oldBucket := []byte("\x01\x04AKID\x02\x95\x9a\xef:\tus-east-1\vpublic-read\x15<CORSConfiguration/>\x01\x00\b{\"a\":1}")
+	b, err := decodeBucket("media", oldBucket)
+	if err != nil || !reflect.DeepEqual(b, fullBucket()) {
+		t.Fatalf("old bucket record: %+v, %v", b, err)
+	}
+	if got := encodeBucket(fullBucket()); !bytes.Equal(got, oldBucket) {
+		t.Fatalf("bucket without access settings encodes as %q, want the format 1 bytes %q", got, oldBucket)
+	}
+	for _, o := range []*Object{fullObject(), inlineObject()} {
+		if v := encodeObject(o)[0]; v == objectFormatGrants {
+			t.Fatalf("object without grants written as format %d", v)
+		}
+	}
+	if v := encodeObject(grantedObject(false))[0]; v != objectFormatGrants {
+		t.Fatalf("object with grants written as format %d", v)
+	}
+	if v := encodeBucket(accessBucket())[0]; v != bucketFormatAccess {
+		t.Fatalf("bucket with access settings written as format %d", v)
+	}
+	// A listed record of format 3 without a payload can be written back.
+	o, err := decodeObject("b", "k", encodeObject(grantedObject(false)), false)
+	if err != nil || o.payloadOmitted {
+		t.Fatalf("format 3 without payload, listed: %+v %v", o, err)
+	}
+	bad := encodeBucket(accessBucket())
+	bad[len(bad)-1] = 2 // flags without the "set" bit
+	if _, err := decodeBucket("media", bad); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("bad public access block byte: %v", err)
 	}
 }

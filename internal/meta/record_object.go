@@ -27,24 +27,32 @@ package meta
 //	|   checksum            |    string
 //	| extents               |  uvarint count, then extent each
 //	| owner                 |  string
-//	| inline payload        |  bytes; format 2 only
+//	| inline payload        |  bytes; formats 2 and 3 (nil in 3: none)
+//	| grants                |  grants; format 3 only
 //	+-----------------------+
 //
 // Format 2 is format 1 plus the payload of an object small enough to live
-// in its record (Object.Inline). Records without one are written as format
-// 1, so stores written before format 2 existed read back unchanged.
+// in its record (Object.Inline). Format 3 adds the object's ACL grants
+// (Object.Grants) after the payload, which may then be nil. Each record is
+// written in the lowest format that holds it, so stores written before
+// formats 2 and 3 existed read back unchanged, and objects with the
+// default ACL cost nothing more.
 // Bucket and key are the pebble key ("o" bucket 0x00 key). An object of one
 // extent, an etag, a content type and a time takes about 80 bytes; with
 // two user-metadata pairs, cache-control, expiry and a checksum, 176.
 const (
 	objectFormat       = 1
 	objectFormatInline = 2
+	objectFormatGrants = 3
 )
 
 func encodeObject(o *Object) []byte {
 	e := encoder{buf: make([]byte, 0, 128+16*len(o.Extents)+48*len(o.Parts)+len(o.Inline))}
 	format := byte(objectFormat)
-	if o.Inline != nil {
+	switch {
+	case o.Grants != nil:
+		format = objectFormatGrants
+	case o.Inline != nil:
 		format = objectFormatInline
 	}
 	e.byte1(format)
@@ -65,8 +73,11 @@ func encodeObject(o *Object) []byte {
 	}
 	e.extents(o.Extents)
 	e.str(o.Owner)
-	if format == objectFormatInline {
+	if format != objectFormat {
 		e.bytes(o.Inline)
+	}
+	if format == objectFormatGrants {
+		e.grants(o.Grants)
 	}
 	return e.buf
 }
@@ -75,7 +86,7 @@ func encodeObject(o *Object) []byte {
 // payload is checked for length but not copied (see Object.Inline).
 func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, error) {
 	d := decoder{buf: value}
-	format := d.version("object", objectFormat, objectFormatInline)
+	format := d.version("object", objectFormat, objectFormatInline, objectFormatGrants)
 	o := &Object{Bucket: bucket, Key: key}
 	o.Version = d.uvarint()
 	o.Size = d.varint()
@@ -97,7 +108,7 @@ func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, 
 	}
 	o.Extents = d.extents()
 	o.Owner = d.str()
-	if format == objectFormatInline {
+	if format != objectFormat {
 		n := int64(-1)
 		if withPayload {
 			if o.Inline = d.bytes(); o.Inline != nil {
@@ -105,11 +116,14 @@ func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, 
 			}
 		} else {
 			n = d.skipBytes()
-			o.payloadOmitted = true
+			o.payloadOmitted = n >= 0
 		}
-		if d.err == nil && (n != o.Size || len(o.Extents) != 0) {
+		if d.err == nil && (n >= 0 || format == objectFormatInline) && (n != o.Size || len(o.Extents) != 0) {
 			d.fail("inline payload")
 		}
+	}
+	if format == objectFormatGrants {
+		o.Grants = d.grants()
 	}
 	if err := d.finish("object " + bucket + "/" + key); err != nil {
 		return nil, err

@@ -17,15 +17,24 @@ package meta
 //	| tags                  |  map
 //	| checksum algorithm    |  string
 //	| checksum type         |  string
+//	| grants                |  grants; format 2 only
 //	+-----------------------+
 //
 // Bucket, key and upload ID are the pebble key
-// ("u" bucket 0x00 key 0x00 uploadID).
-const uploadFormat = 1
+// ("u" bucket 0x00 key 0x00 uploadID). Format 2 adds the ACL the object
+// will get (Upload.Grants); uploads without one are written as format 1.
+const (
+	uploadFormat       = 1
+	uploadFormatGrants = 2
+)
 
 func encodeUpload(u *Upload) []byte {
 	e := encoder{buf: make([]byte, 0, 96)}
-	e.byte1(uploadFormat)
+	format := byte(uploadFormat)
+	if u.Grants != nil {
+		format = uploadFormatGrants
+	}
+	e.byte1(format)
 	e.uvarint(u.Version)
 	e.time(u.Initiated)
 	e.str(u.Owner)
@@ -33,12 +42,15 @@ func encodeUpload(u *Upload) []byte {
 	e.strMap(u.UserMeta)
 	e.strMap(u.Tags)
 	e.strs(u.ChecksumAlgorithm, u.ChecksumType)
+	if format == uploadFormatGrants {
+		e.grants(u.Grants)
+	}
 	return e.buf
 }
 
 func decodeUpload(bucket, key, uploadID string, value []byte) (*Upload, error) {
 	d := decoder{buf: value}
-	d.version("upload", uploadFormat)
+	format := d.version("upload", uploadFormat, uploadFormatGrants)
 	u := &Upload{Bucket: bucket, Key: key, UploadID: uploadID}
 	u.Version = d.uvarint()
 	u.Initiated = d.time()
@@ -47,6 +59,9 @@ func decodeUpload(bucket, key, uploadID string, value []byte) (*Upload, error) {
 	u.UserMeta = d.strMap()
 	u.Tags = d.strMap()
 	d.strs(&u.ChecksumAlgorithm, &u.ChecksumType)
+	if format == uploadFormatGrants {
+		u.Grants = d.grants()
+	}
 	if err := d.finish("upload " + uploadID); err != nil {
 		return nil, err
 	}

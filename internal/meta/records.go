@@ -19,6 +19,28 @@ const (
 	ACLPublicReadWrite = "public-read-write"
 )
 
+// Grant is one ACL grant: Permission (READ, WRITE, READ_ACP, WRITE_ACP or
+// FULL_CONTROL) to Grantee, a canonical user id or a group URI.
+type Grant struct {
+	Grantee    string
+	Permission string
+}
+
+// Object ownership settings of a bucket (OwnershipControls).
+const (
+	OwnershipBucketOwnerEnforced  = "BucketOwnerEnforced"
+	OwnershipBucketOwnerPreferred = "BucketOwnerPreferred"
+	OwnershipObjectWriter         = "ObjectWriter"
+)
+
+// PublicAccessBlock is a bucket's Block Public Access configuration.
+type PublicAccessBlock struct {
+	BlockPublicAcls       bool
+	IgnorePublicAcls      bool
+	BlockPublicPolicy     bool
+	RestrictPublicBuckets bool
+}
+
 // Bucket is a bucket's configuration. The Name is the record's key; the
 // configuration documents (CORS, lifecycle, tagging, policy) are kept as the
 // raw bytes the client sent and parsed by the layers that use them.
@@ -32,6 +54,15 @@ type Bucket struct {
 	Lifecycle []byte // raw XML, nil when unset
 	Tagging   []byte // raw XML, nil when unset
 	Policy    []byte // raw JSON, nil when unset
+
+	// Grants, if not nil, is the bucket's ACL; nil means the canned ACL
+	// named by ACL (records written before grants were stored).
+	Grants []Grant
+	// Ownership is one of the Ownership* constants; "" is a bucket made
+	// before ownership controls existed (ACLs enabled, no controls set).
+	Ownership string
+	// PublicAccessBlock is nil when none is set.
+	PublicAccessBlock *PublicAccessBlock
 }
 
 // PartSummary records one part of a completed multipart object, enough to
@@ -74,6 +105,9 @@ type Object struct {
 	// Extents hold the payload in order; their Sizes sum to Size.
 	Extents []Extent
 	Owner   string
+	// Grants, if not nil, is the object's ACL; nil means the default:
+	// FULL_CONTROL for the owner alone.
+	Grants []Grant
 	// Inline, if not nil, is the whole payload, kept in the record itself
 	// (a small object: one metadata write, no segment record); Extents is
 	// then empty. ListObjects and ScanObjects leave it out (payloadOmitted):
@@ -108,6 +142,9 @@ type Upload struct {
 	Tags               map[string]string
 	ChecksumAlgorithm  string
 	ChecksumType       string
+	// Grants is the ACL the object gets when the upload completes; nil
+	// is the default (see Object.Grants).
+	Grants []Grant
 }
 
 // Part is one uploaded part of a multipart upload. A re-uploaded part

@@ -3,8 +3,11 @@ package s3api
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 
 	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/policy"
 )
 
 // authenticate verifies the request's signature (package s3auth) and
@@ -21,11 +24,10 @@ func (s *Server) authenticate(rq *request) error {
 	return nil
 }
 
-// authorize checks the caller may run the operation: buckets belong to
-// the access key that created them; others get AccessDenied unless the
-// bucket's canned ACL opens it (public-read: reads; public-read-write:
-// reads and object writes). Bucket configuration is the owner's alone.
-// A missing bucket is NoSuchBucket for everyone, as on AWS.
+// authorize checks the caller may run the operation on the bucket it
+// addresses (decide). A missing bucket is NoSuchBucket for everyone, as
+// on AWS. Operations that act on several keys (DeleteObjects) decide per
+// key in their handler.
 func (s *Server) authorize(rq *request) error {
 	if rq.op.perm == permUser {
 		if rq.accessKey == "" {
@@ -39,24 +41,154 @@ func (s *Server) authorize(rq *request) error {
 	}
 	rq.bucketRec = b
 	s.addCORSHeaders(rq, b)
-	if !allowed(b, rq.accessKey, rq.op.perm) {
+	if perKeyOperations[rq.op.name] {
+		return nil
+	}
+	return s.decide(rq, b, operationAccess(rq.op), rq.key)
+}
+
+// access is what an operation asks of the caller: an S3 action for the
+// bucket policy, and the ACL grant that would also do.
+type access struct {
+	action string // "s3:GetObject"
+	acl    aclNeed
+	// perm is the operation's legacy permission: on buckets made before
+	// ownership controls existed, a bucket grant of READ (WRITE) still
+	// opens the operations it opened then (permRead: reads of objects
+	// too; permWrite: every object write).
+	perm permission
+}
+
+// aclNeed names the ACL grant that allows an operation.
+type aclNeed uint8
+
+const (
+	aclNone           aclNeed = iota // the owner or a policy only
+	aclBucketRead                    // READ on the bucket (listing)
+	aclBucketWrite                   // WRITE on the bucket (object writes)
+	aclBucketReadACP                 // READ_ACP on the bucket
+	aclBucketWriteACP                // WRITE_ACP on the bucket
+	aclObjectRead                    // READ on the object
+	aclObjectReadACP                 // READ_ACP on the object
+	aclObjectWriteACP                // WRITE_ACP on the object
+)
+
+// decide is the one place that decides access, in AWS's order:
+//
+//  1. an explicit Deny in the bucket policy denies, whoever asks (the
+//     bucket's owner keeps the right to manage the policy itself, so a
+//     policy cannot lock its owner out);
+//  2. the bucket's owner is allowed;
+//  3. an Allow in the bucket policy allows (with RestrictPublicBuckets,
+//     public statements allow no one);
+//  4. an ACL grant allows (unless the bucket enforces ownership, which
+//     disables ACLs; IgnorePublicAcls drops public grants);
+//  5. anything else is AccessDenied.
+//
+// key is the object acted on, "" for the bucket.
+func (s *Server) decide(rq *request, b *meta.Bucket, a access, key string) error {
+	who := s.principal(rq.accessKey)
+	owner := rq.accessKey != "" && rq.accessKey == b.Owner
+	pol, err := s.bucketPolicy(b)
+	if err != nil {
+		return err
+	}
+	if pol != nil {
+		req := &policy.Request{Principal: who, Action: a.action, Resource: resourceARN(b.Name, key)}
+		var obj *meta.Object
+		if req.Context, obj, err = s.conditionContext(rq, b, key, pol); err != nil {
+			return err
+		}
+		if obj != nil {
+			rq.objRec = obj
+		}
+		req.IgnorePublic = b.PublicAccessBlock != nil && b.PublicAccessBlock.RestrictPublicBuckets
+		switch pol.Evaluate(req) {
+		case policy.Denied:
+			if !owner || !managesPolicy(a.action) {
+				return errAccessDenied
+			}
+		case policy.Allowed:
+			return nil
+		}
+	}
+	if owner {
+		return nil
+	}
+	ok, err := s.aclAllows(rq, b, who, a, key)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return errAccessDenied
 	}
 	return nil
 }
 
-// allowed reports whether accessKey ("" for anonymous) has perm on b.
-func allowed(b *meta.Bucket, accessKey string, perm permission) bool {
-	if accessKey != "" && accessKey == b.Owner {
-		return true
+// aclAllows evaluates the bucket's and the object's ACLs for a.
+func (s *Server) aclAllows(rq *request, b *meta.Bucket, who policy.Principal, a access, key string) (bool, error) {
+	if b.Ownership == meta.OwnershipBucketOwnerEnforced {
+		return false, nil
 	}
-	switch perm {
-	case permRead:
-		return b.ACL == meta.ACLPublicRead || b.ACL == meta.ACLPublicReadWrite
-	case permWrite:
-		return b.ACL == meta.ACLPublicReadWrite
+	ignorePublic := b.PublicAccessBlock != nil && b.PublicAccessBlock.IgnorePublicAcls
+	bucketGrants := s.bucketGrants(b)
+	bucketAllows := func(perm string) bool { return policy.Grants(bucketGrants, who, perm, ignorePublic) }
+	if b.Ownership == "" {
+		switch {
+		case a.perm == permRead && bucketAllows(policy.PermRead),
+			a.perm == permWrite && bucketAllows(policy.PermWrite):
+			return true, nil
+		}
 	}
-	return false
+	switch a.acl {
+	case aclBucketRead:
+		return bucketAllows(policy.PermRead), nil
+	case aclBucketWrite:
+		return bucketAllows(policy.PermWrite), nil
+	case aclBucketReadACP:
+		return bucketAllows(policy.PermReadACP), nil
+	case aclBucketWriteACP:
+		return bucketAllows(policy.PermWriteACP), nil
+	case aclObjectRead, aclObjectReadACP, aclObjectWriteACP:
+	default:
+		return false, nil
+	}
+	obj := rq.objRec
+	if obj == nil || obj.Key != key || obj.Bucket != b.Name {
+		var err error
+		obj, err = s.store.HeadObject(b.Name, key)
+		if errors.Is(err, objstore.ErrNoSuchKey) {
+			// Who may list the bucket learns the key is missing
+			// (NoSuchKey from the handler); others get AccessDenied.
+			return bucketAllows(policy.PermRead), nil
+		}
+		if err != nil {
+			return false, err
+		}
+		rq.objRec = obj
+	}
+	perm := map[aclNeed]string{aclObjectRead: policy.PermRead, aclObjectReadACP: policy.PermReadACP, aclObjectWriteACP: policy.PermWriteACP}[a.acl]
+	return policy.Grants(s.objectGrants(b, obj), who, perm, ignorePublic), nil
+}
+
+// principal describes the caller to package policy.
+func (s *Server) principal(accessKey string) policy.Principal {
+	if accessKey == "" {
+		return policy.Principal{}
+	}
+	p := policy.Principal{AccessKey: accessKey, CanonicalID: CanonicalID(accessKey)}
+	if u, ok := s.users.Lookup(accessKey); ok {
+		p.Name = u.Name
+	}
+	return p
+}
+
+// resourceARN is the ARN of a bucket ("" key) or object.
+func resourceARN(bucket, key string) string {
+	if key == "" {
+		return "arn:aws:s3:::" + bucket
+	}
+	return "arn:aws:s3:::" + bucket + "/" + key
 }
 
 // CanonicalID is the id S3 documents show for the user of accessKey (Owner,
@@ -85,12 +217,4 @@ func (s *Server) displayName(accessKey string) string {
 // owner renders the Owner element of listings and ACLs.
 func (s *Server) owner(accessKey string) *xmlOwner {
 	return &xmlOwner{ID: CanonicalID(accessKey), DisplayName: s.displayName(accessKey)}
-}
-
-// mayAccessACP reports whether the caller may read or change an object's
-// ACL (READ_ACP, WRITE_ACP): the bucket's owner and the object's. b3's
-// canned ACLs grant these to no one else; a public-read bucket lets
-// anyone read its objects, not their ACLs.
-func mayAccessACP(rq *request, obj *meta.Object) bool {
-	return rq.accessKey != "" && (rq.accessKey == rq.bucketRec.Owner || rq.accessKey == obj.Owner)
 }

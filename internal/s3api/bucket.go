@@ -10,6 +10,7 @@ import (
 
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/policy"
 )
 
 var (
@@ -78,24 +79,85 @@ func (s *Server) createBucket(rq *request) error {
 		}
 		region = c
 	}
-	acl, err := cannedACL(rq.Header.Get("x-amz-acl"))
+	b, err := s.newBucket(rq, region)
 	if err != nil {
 		return err
 	}
-	if hasGrantHeaders(rq.Header) {
-		return errNotImplemented.withMessage("Only canned ACLs are supported")
-	}
-	_, err = s.store.CreateBucket(&meta.Bucket{Name: rq.bucket, Owner: rq.accessKey, Region: region, ACL: acl})
-	var existing *meta.Bucket
+	_, err = s.store.CreateBucket(b)
 	if errors.Is(err, objstore.ErrBucketExists) {
-		existing, _ = s.store.GetBucket(rq.bucket)
-		if existing != nil && existing.Owner == rq.accessKey {
-			return errBucketAlreadyOwned
+		return s.recreateBucket(rq, b)
+	}
+	if err != nil {
+		return err
+	}
+	rq.w.Header().Set("Location", "/"+rq.bucket)
+	return writeEmpty(rq, http.StatusOK)
+}
+
+// newBucket builds the record of a bucket CreateBucket makes, with the
+// access settings AWS gives new buckets: ownership BucketOwnerEnforced
+// (ACLs disabled) unless x-amz-object-ownership says otherwise, and every
+// Block Public Access setting on. An ACL the request asks for must fit
+// them, as on AWS.
+func (s *Server) newBucket(rq *request, region string) (*meta.Bucket, error) {
+	b := &meta.Bucket{Name: rq.bucket, Owner: rq.accessKey, Region: region, ACL: meta.ACLPrivate,
+		Ownership:         meta.OwnershipBucketOwnerEnforced,
+		PublicAccessBlock: &meta.PublicAccessBlock{BlockPublicAcls: true, IgnorePublicAcls: true, BlockPublicPolicy: true, RestrictPublicBuckets: true}}
+	if v := rq.Header.Get("x-amz-object-ownership"); v != "" {
+		if !validOwnership(v) {
+			return nil, errInvalidArgument.withMessage("Invalid x-amz-object-ownership header: %s", v)
 		}
+		b.Ownership = v
+	}
+	r, err := s.aclFromHeaders(rq.Header)
+	if err != nil || !r.given {
+		return b, err
+	}
+	grants, err := r.resolve(b.Owner, b.Owner)
+	if err != nil {
+		return nil, err
+	}
+	if b.Ownership == meta.OwnershipBucketOwnerEnforced && !onlyOwnerControl(grants, b.Owner) {
+		return nil, errACLWithBucketEnforce
+	}
+	if anyPublicGrant(grants) {
+		return nil, errACLWithBlockPublicAccess
+	}
+	b.Grants = grants
+	if r.canned != "" {
+		b.ACL = r.canned
+	}
+	return b, nil
+}
+
+// recreateBucket answers CreateBucket of a bucket that exists. Its owner
+// gets what AWS answers in the bucket's region: in us-east-1, 200 OK and
+// the bucket's ACL reset to the one asked for (legacy behaviour AWS
+// keeps there); elsewhere 409 BucketAlreadyOwnedByYou. Anyone else gets
+// 409 BucketAlreadyExists.
+func (s *Server) recreateBucket(rq *request, asked *meta.Bucket) error {
+	existing, err := s.store.GetBucket(rq.bucket)
+	if err != nil || existing.Owner != rq.accessKey {
 		return errBucketAlreadyExists
 	}
-	if err != nil {
-		return err
+	if s.bucketRegion(existing) != "us-east-1" {
+		return errBucketAlreadyOwned
+	}
+	if existing.Ownership != meta.OwnershipBucketOwnerEnforced {
+		err := s.store.UpdateBucket(rq.bucket, func(b *meta.Bucket) error {
+			grants := asked.Grants
+			if grants == nil {
+				grants = []meta.Grant{{Grantee: CanonicalID(b.Owner), Permission: policy.PermFullControl}}
+			}
+			if err := checkACLAllowed(b, grants); err != nil {
+				return err
+			}
+			b.Grants, b.ACL = grants, asked.ACL
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	rq.w.Header().Set("Location", "/"+rq.bucket)
 	return writeEmpty(rq, http.StatusOK)
@@ -165,20 +227,6 @@ func (s *Server) putBucketVersioning(rq *request) error {
 		return errNotImplemented.withMessage("Bucket versioning is not supported")
 	}
 	return errIllegalVersioningState
-}
-
-func (s *Server) getBucketPolicy(rq *request) error {
-	if len(rq.bucketRec.Policy) == 0 {
-		return errNoSuchPolicy
-	}
-	rq.w.Header().Set("Content-Type", "application/json")
-	rq.w.WriteHeader(http.StatusOK)
-	_, _ = rq.w.Write(rq.bucketRec.Policy)
-	return nil
-}
-
-func (s *Server) deleteBucketPolicy(rq *request) error {
-	return writeEmpty(rq, http.StatusNoContent)
 }
 
 // validBucketName applies AWS's rules for new buckets: 3-63 characters of

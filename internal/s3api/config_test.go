@@ -137,61 +137,6 @@ func TestCORS(t *testing.T) {
 	}
 }
 
-func TestACL(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	root, other := e.root(), e.client(otherUser, aws.RequestChecksumCalculationWhenSupported)
-	e.mustCreateBucket("private")
-	e.mustPut("private", "k", []byte("secret"))
-	anonymousGet := func(bucket string) int {
-		resp, _ := e.do(mustRequest(t, "GET", e.ts.URL+"/"+bucket+"/k"))
-		return resp.StatusCode
-	}
-
-	_, err := other.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("private"), Key: aws.String("k")})
-	wantCode(t, err, "AccessDenied")
-	_, err = other.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("private"), Key: aws.String("x"), Body: strings.NewReader("x")})
-	wantCode(t, err, "AccessDenied")
-	_, err = other.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("private")})
-	wantCode(t, err, "AccessDenied")
-	if code := anonymousGet("private"); code != 403 {
-		t.Fatalf("anonymous GET of a private bucket: %d", code)
-	}
-	resp, body := e.do(mustRequest(t, "GET", e.ts.URL+"/"))
-	wantXMLError(t, resp, body, 403, "AccessDenied")
-
-	// public-read: others and anonymous read, but do not write.
-	if _, err := root.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: aws.String("private"), ACL: types.BucketCannedACLPublicRead}); err != nil {
-		t.Fatal(err)
-	}
-	if code := anonymousGet("private"); code != 200 {
-		t.Fatalf("anonymous GET of a public-read bucket: %d", code)
-	}
-	if _, err := other.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("private")}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = other.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("private"), Key: aws.String("x"), Body: strings.NewReader("x")})
-	wantCode(t, err, "AccessDenied")
-	_, err = other.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: aws.String("private"), ACL: types.BucketCannedACLPublicReadWrite})
-	wantCode(t, err, "AccessDenied")
-	acl, err := root.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: aws.String("private")})
-	if err != nil || len(acl.Grants) != 2 || acl.Grants[1].Permission != types.PermissionRead {
-		t.Fatalf("get acl: %+v %v", acl, err)
-	}
-
-	// public-read-write, set at creation.
-	if _, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("dropbox"), ACL: types.BucketCannedACLPublicReadWrite}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := other.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("dropbox"), Key: aws.String("x"), Body: strings.NewReader("x")}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = other.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("dropbox")})
-	wantCode(t, err, "AccessDenied")
-	_, err = root.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: aws.String("dropbox"), ACL: types.BucketCannedACLAuthenticatedRead})
-	wantCode(t, err, "NotImplemented")
-}
-
 func mustRequest(t *testing.T, method, url string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(method, url, nil)

@@ -55,8 +55,8 @@ func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int6
 	if err != nil {
 		return nil, nil, err
 	}
-	if !allowed(src, rq.accessKey, permRead) {
-		return nil, nil, errAccessDenied
+	if err := s.decide(rq, src, access{action: "s3:GetObject", acl: aclObjectRead, perm: permRead}, key); err != nil {
+		return nil, nil, err
 	}
 	conds := readCopyConditions(rq.Header)
 	return s.store.OpenObject(rq.Context(), bucket, key, func(obj *meta.Object) (int64, int64, error) {
@@ -114,7 +114,7 @@ func (s *Server) copyObject(rq *request) error {
 		return errInvalidRequest.withMessage("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
 	}
 
-	obj := &meta.Object{Owner: rq.accessKey}
+	obj := &meta.Object{Owner: replacement.Owner, Grants: replacement.Grants}
 	if directive == "REPLACE" {
 		attrsOfObject(replacement).toObject(obj)
 	} else {

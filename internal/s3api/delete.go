@@ -70,7 +70,11 @@ func (s *Server) deleteObjects(rq *request) error {
 		case o.VersionID != "" && o.VersionID != "null":
 			failure = apiErr("NoSuchVersion", 404, "The specified version does not exist.")
 		default:
-			_, failure = s.store.DeleteObject(rq.bucket, o.Key)
+			// Each key is authorized on its own, as a policy may allow
+			// deletes under some prefixes only.
+			if failure = s.decide(rq, rq.bucketRec, operationAccess(rq.op), o.Key); failure == nil {
+				_, failure = s.store.DeleteObject(rq.bucket, o.Key)
+			}
 		}
 		if failure != nil {
 			e, known := toAPIError(failure)

@@ -1,7 +1,8 @@
 // Package s3api is b3's S3 REST API: it routes HTTP requests (path-style
 // and virtual-host-style) to S3 operations, authenticates them through
-// package s3auth, authorizes them against bucket ownership and canned
-// ACLs, and renders XML documents or S3 error XML. It knows nothing about
+// package s3auth, authorizes them (bucket policies, ACLs, ownership
+// controls and Block Public Access, evaluated by package policy), and
+// renders XML documents or S3 error XML. It knows nothing about
 // disks: every operation is a call into package objstore.
 //
 // # A request, in order
@@ -12,8 +13,10 @@
 //	             chunks / trailers, SigV2; the body is replaced by a
 //	             verifying reader, not read yet (100-continue is answered
 //	             only once the signature checked out)
-//	authorize    the bucket's owner, or its canned ACL (public-read,
-//	             public-read-write); missing bucket: NoSuchBucket
+//	authorize    decide (auth.go), the one place access is decided:
+//	             policy Deny > bucket owner > policy Allow > ACL grant;
+//	             anonymous requests are evaluated like any other;
+//	             missing bucket: NoSuchBucket
 //	handle       the operation; uploads stream
 //	               client -> s3auth body -> checksum.Reader (MD5 + the
 //	               requested checksum, or the default CRC64NVME, one
@@ -37,8 +40,13 @@
 //     CompleteMultipartUpload's x-amz-checksum-* header is checked against
 //     the object's checksum combined from its parts.
 //   - Owners appear in documents by canonical id (CanonicalID), never by
-//     access key id; object ACLs are read and written only by the bucket's
-//     or the object's owner (READ_ACP/WRITE_ACP).
+//     access key id; object ACLs are read and written only with
+//     READ_ACP/WRITE_ACP (the bucket's owner, the object's owner, or a
+//     grantee), never through a bucket's public READ.
+//   - New buckets get AWS's defaults: ownership BucketOwnerEnforced (ACLs
+//     disabled) and every Block Public Access setting on. Buckets made
+//     before ownership controls existed keep their behaviour: a bucket
+//     grant of READ (WRITE) also opens its objects' reads (writes).
 //   - POST form fields are case-insensitive and unique; the file is bounded
 //     by content-length-range, Config.MaxObjectSize and the free-space
 //     reserve as it streams, before its bytes reach objstore.
@@ -51,8 +59,7 @@
 //   - URLs in logs have presigned signatures redacted (redactedURL).
 //
 // What it does not do: object versioning (buckets report unversioned),
-// object-level ACLs (accepted, not stored: the bucket's ACL decides),
-// bucket policies, server-side encryption (requests for it answer
+// server-side encryption (requests for it answer
 // NotImplemented: encryption.go), and the sub-resources listed in
 // route.go.
 package s3api

@@ -98,6 +98,7 @@ var (
 	errInvalidMaxKeys         = apiErr("InvalidArgument", 400, "Provided max-keys not an integer or within integer range")
 	errInvalidEncodingType    = apiErr("InvalidArgument", 400, "Invalid Encoding Method specified in Request")
 	errInvalidContinuation    = apiErr("InvalidArgument", 400, "The continuation token provided is incorrect")
+	errConflictingOperation   = apiErr("OperationAborted", 409, "A conflicting conditional operation is currently in progress against this resource. Please try again.")
 	errIllegalVersioningState = apiErr("IllegalVersioningConfigurationException", 400, "The versioning configuration specified in the request is invalid.")
 )
 

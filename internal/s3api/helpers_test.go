@@ -139,10 +139,21 @@ func (e *testEnv) mustCreateBucket(name string) {
 }
 
 // mustCreatePublicBucket creates a bucket owned by root with a canned ACL.
+// mustCreatePublicBucket creates a bucket with the canned ACL acl: as on
+// AWS, that takes ACLs enabled (ObjectWriter) and the public access block
+// removed.
 func (e *testEnv) mustCreatePublicBucket(name string, acl types.BucketCannedACL) {
 	e.t.Helper()
-	if _, err := e.root().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name), ACL: acl}); err != nil {
+	ctx := context.Background()
+	c := e.root()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name), ObjectOwnership: types.ObjectOwnershipObjectWriter}); err != nil {
 		e.t.Fatalf("create bucket %s: %v", name, err)
+	}
+	if _, err := c.DeletePublicAccessBlock(ctx, &s3.DeletePublicAccessBlockInput{Bucket: aws.String(name)}); err != nil {
+		e.t.Fatalf("delete public access block of %s: %v", name, err)
+	}
+	if _, err := c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: aws.String(name), ACL: acl}); err != nil {
+		e.t.Fatalf("put acl %s on %s: %v", acl, name, err)
 	}
 }
 

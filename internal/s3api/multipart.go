@@ -33,7 +33,7 @@ func (s *Server) createUpload(rq *request) error {
 	if err != nil {
 		return err
 	}
-	up := &meta.Upload{Bucket: rq.bucket, Key: rq.key, Owner: rq.accessKey, Tags: obj.Tags}
+	up := &meta.Upload{Bucket: rq.bucket, Key: rq.key, Owner: obj.Owner, Tags: obj.Tags, Grants: obj.Grants}
 	attrsOfObject(obj).toUpload(up)
 	if name := rq.Header.Get(checksum.HeaderAlgorithm); name != "" {
 		alg, ok := checksum.ParseAlgorithm(name)
@@ -271,7 +271,7 @@ func objectSize(parts []*meta.Part) int64 {
 func (s *Server) objectOfParts(up *meta.Upload, parts []*meta.Part, listed []completePart) (*meta.Object, error) {
 	uploadAlg, _ := checksum.ParseAlgorithm(up.ChecksumAlgorithm)
 	partAlg := partAlgorithm(up)
-	obj := &meta.Object{Owner: up.Owner, Tags: up.Tags}
+	obj := &meta.Object{Owner: up.Owner, Tags: up.Tags, Grants: up.Grants}
 	attrsOfUpload(up).toObject(obj)
 	md5s := make([][]byte, len(parts))
 	var sums [][]byte

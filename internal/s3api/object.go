@@ -118,13 +118,14 @@ func (s *Server) objectFromHeaders(rq *request) (*meta.Object, error) {
 	if !validStorageClass(rq.Header.Get("x-amz-storage-class")) {
 		return nil, errInvalidStorageClass
 	}
-	if _, err := cannedObjectACL(rq.Header.Get("x-amz-acl")); err != nil {
+	grants, owner, err := s.objectACL(rq.Header, rq.bucketRec, rq.accessKey)
+	if err != nil {
 		return nil, err
 	}
 	if err := refuseEncryption(rq.Header); err != nil {
 		return nil, err
 	}
-	obj := &meta.Object{Tags: tags, Owner: rq.accessKey}
+	obj := &meta.Object{Tags: tags, Owner: owner, Grants: grants}
 	a.toObject(obj)
 	return obj, nil
 }

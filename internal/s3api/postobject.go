@@ -66,8 +66,8 @@ func (s *Server) postObject(rq *request) error {
 	}
 	rq.bucketRec = b
 	s.addCORSHeaders(rq, b)
-	if !allowed(b, rq.accessKey, permWrite) {
-		return errAccessDenied
+	if err := s.decide(rq, b, operationAccess(rq.op), rq.key); err != nil {
+		return err
 	}
 
 	// The form fields play the role of request headers.
@@ -88,7 +88,14 @@ func (s *Server) postObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	obj := &meta.Object{Owner: rq.accessKey, Tags: tags}
+	if v := h.Get("acl"); v != "" {
+		h.Set("x-amz-acl", v)
+	}
+	grants, owner, err := s.objectACL(h, b, rq.accessKey)
+	if err != nil {
+		return err
+	}
+	obj := &meta.Object{Owner: owner, Tags: tags, Grants: grants}
 	a.toObject(obj)
 	limited := &boundedBody{src: file.body, max: s.cfg.MaxObjectSize, tooLarge: errEntityTooLarge}
 	if policy.MaxLength >= 0 && policy.MaxLength < limited.max {

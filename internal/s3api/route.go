@@ -39,8 +39,8 @@ type operation struct {
 // plain GET or PUT of the bucket or object.
 var unsupported = []string{
 	"accelerate", "analytics", "encryption", "intelligent-tiering", "inventory",
-	"logging", "metrics", "notification", "object-lock", "ownershipControls",
-	"policyStatus", "publicAccessBlock", "replication", "requestPayment",
+	"logging", "metrics", "notification", "object-lock",
+	"replication", "requestPayment",
 	"website", "legal-hold", "retention", "torrent", "restore", "select",
 	"attributes", "versions", "metadataTable", "session",
 }
@@ -161,6 +161,12 @@ func routeBucket(rq *request) *operation {
 			return &opGetBucketVersioning
 		case q.Has("policy"):
 			return &opGetBucketPolicy
+		case q.Has("policyStatus"):
+			return &opGetBucketPolicyStatus
+		case q.Has("ownershipControls"):
+			return &opGetBucketOwnershipControls
+		case q.Has("publicAccessBlock"):
+			return &opGetPublicAccessBlock
 		case q.Has("uploads"):
 			return &opListUploads
 		case q.Get("list-type") == "2":
@@ -184,7 +190,11 @@ func routeBucket(rq *request) *operation {
 		case q.Has("versioning"):
 			return &opPutBucketVersioning
 		case q.Has("policy"):
-			return &opNotImplemented
+			return &opPutBucketPolicy
+		case q.Has("ownershipControls"):
+			return &opPutBucketOwnershipControls
+		case q.Has("publicAccessBlock"):
+			return &opPutPublicAccessBlock
 		}
 		return &opCreateBucket
 	case http.MethodDelete:
@@ -197,6 +207,10 @@ func routeBucket(rq *request) *operation {
 			return &opDeleteBucketLifecycle
 		case q.Has("policy"):
 			return &opDeleteBucketPolicy
+		case q.Has("ownershipControls"):
+			return &opDeleteBucketOwnershipControls
+		case q.Has("publicAccessBlock"):
+			return &opDeletePublicAccessBlock
 		}
 		return &opDeleteBucket
 	case http.MethodPost:
@@ -265,6 +279,3 @@ var opBadListType = operation{name: "ListObjects", perm: permRead,
 	handle: func(*Server, *request) error {
 		return errInvalidArgument.withMessage("Invalid list type specified: only list-type=2 exists")
 	}}
-
-var opNotImplemented = operation{name: "NotImplemented", perm: permOwner,
-	handle: func(*Server, *request) error { return errNotImplemented }}

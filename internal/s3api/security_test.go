@@ -146,6 +146,9 @@ func TestCanonicalUserIDs(t *testing.T) {
 	ctx := context.Background()
 	e.mustCreatePublicBucket("public", types.BucketCannedACLPublicRead)
 	e.mustPut("public", "k", []byte("public data"))
+	if _, err := e.root().PutObjectAcl(ctx, &s3.PutObjectAclInput{Bucket: aws.String("public"), Key: aws.String("k"), ACL: types.ObjectCannedACLPublicRead}); err != nil {
+		t.Fatal(err)
+	}
 
 	anonymous := func(target string) (*http.Response, string) {
 		req, _ := http.NewRequest("GET", e.ts.URL+target, nil)

@@ -78,6 +78,8 @@ type Server struct {
 
 	idPrefix  string
 	idCounter atomic.Uint64
+
+	policies policyCache
 }
 
 // New returns a Server answering for store.
@@ -126,6 +128,9 @@ type request struct {
 
 	// Set by authorization when the operation addresses a bucket.
 	bucketRec *meta.Bucket
+	// objRec is the object authorization read, if it read one (object
+	// ACLs, s3:ExistingObjectTag): handlers may reuse it as a hint.
+	objRec *meta.Object
 }
 
 // responseWriter remembers whether the header was written, so that an

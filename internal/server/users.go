@@ -92,7 +92,8 @@ func (st *userStore) Add(name string) (admin.User, error) {
 	}
 	st.managed = next
 	st.publish()
-	return admin.User{Name: u.Name, AccessKey: u.AccessKey, Secret: u.SecretKey, Managed: true}, nil
+	return admin.User{Name: u.Name, AccessKey: u.AccessKey, Secret: u.SecretKey, Managed: true,
+		CanonicalID: s3api.CanonicalID(u.AccessKey)}, nil
 }
 
 func (st *userStore) Remove(accessKey string) error {

@@ -18,7 +18,8 @@ import (
 
 // S3Client returns an aws-sdk-go-v2 client of endpoint with path-style
 // addressing, no retries (tests see every failure) and a 60 s timeout per
-// request.
+// request. An empty accessKey gives an anonymous client: its requests are
+// not signed.
 func S3Client(endpoint, accessKey, secretKey string) *s3.Client {
 	return S3ClientTimeout(endpoint, accessKey, secretKey, 60*time.Second)
 }
@@ -35,9 +36,13 @@ func S3ClientDial(endpoint, accessKey, secretKey string, timeout time.Duration, 
 	if dial != nil {
 		hc = hc.WithTransportOptions(func(tr *http.Transport) { tr.DialContext = dial })
 	}
+	var creds aws.CredentialsProvider = credentials.NewStaticCredentialsProvider(accessKey, secretKey, "")
+	if accessKey == "" {
+		creds = aws.AnonymousCredentials{} // unsigned requests
+	}
 	cfg, err := config.LoadDefaultConfig(context.Background(),
 		config.WithRegion("us-east-1"),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(accessKey, secretKey, "")),
+		config.WithCredentialsProvider(creds),
 		config.WithRetryMaxAttempts(1),
 		config.WithHTTPClient(hc),
 		config.WithLogger(logging.Nop{}))

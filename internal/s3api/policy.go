@@ -1,0 +1,283 @@
+package s3api
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/policy"
+)
+
+var (
+	opPutBucketPolicy       = operation{name: "PutBucketPolicy", perm: permOwner, handle: (*Server).putBucketPolicy}
+	opGetBucketPolicyStatus = operation{name: "GetBucketPolicyStatus", perm: permOwner, handle: (*Server).getBucketPolicyStatus}
+)
+
+var errMalformedPolicy = apiErr("MalformedPolicy", 400, "Policies must be valid JSON and the first byte must be '{'")
+
+// actions maps operations to the S3 action a bucket policy names, where
+// it is not "s3:" + the operation's name.
+var actions = map[string]string{
+	"HeadObject":                      "s3:GetObject",
+	"HeadBucket":                      "s3:ListBucket",
+	"ListObjects":                     "s3:ListBucket",
+	"ListObjectsV2":                   "s3:ListBucket",
+	"ListObjectVersions":              "s3:ListBucketVersions",
+	"ListMultipartUploads":            "s3:ListBucketMultipartUploads",
+	"ListParts":                       "s3:ListMultipartUploadParts",
+	"CreateMultipartUpload":           "s3:PutObject",
+	"UploadPart":                      "s3:PutObject",
+	"UploadPartCopy":                  "s3:PutObject",
+	"CompleteMultipartUpload":         "s3:PutObject",
+	"CopyObject":                      "s3:PutObject",
+	"PostObject":                      "s3:PutObject",
+	"DeleteObjects":                   "s3:DeleteObject",
+	"GetBucketCors":                   "s3:GetBucketCORS",
+	"PutBucketCors":                   "s3:PutBucketCORS",
+	"DeleteBucketCors":                "s3:PutBucketCORS",
+	"GetBucketLifecycleConfiguration": "s3:GetLifecycleConfiguration",
+	"PutBucketLifecycleConfiguration": "s3:PutLifecycleConfiguration",
+	"DeleteBucketLifecycle":           "s3:PutLifecycleConfiguration",
+	"DeleteBucketTagging":             "s3:PutBucketTagging",
+	"GetPublicAccessBlock":            "s3:GetBucketPublicAccessBlock",
+	"PutPublicAccessBlock":            "s3:PutBucketPublicAccessBlock",
+	"DeletePublicAccessBlock":         "s3:PutBucketPublicAccessBlock",
+	"DeleteBucketOwnershipControls":   "s3:PutBucketOwnershipControls",
+	"GetObjectLockConfiguration":      "s3:GetBucketObjectLockConfiguration",
+	"PutObjectLockConfiguration":      "s3:PutBucketObjectLockConfiguration",
+	"ListBuckets":                     "s3:ListAllMyBuckets",
+}
+
+// aclNeeds maps operations to the ACL grant that allows them; others
+// need the owner or a policy.
+var aclNeeds = map[string]aclNeed{
+	"HeadBucket":              aclBucketRead,
+	"ListObjects":             aclBucketRead,
+	"ListObjectsV2":           aclBucketRead,
+	"ListObjectVersions":      aclBucketRead,
+	"ListMultipartUploads":    aclBucketRead,
+	"PutObject":               aclBucketWrite,
+	"DeleteObject":            aclBucketWrite,
+	"DeleteObjects":           aclBucketWrite,
+	"CopyObject":              aclBucketWrite,
+	"PostObject":              aclBucketWrite,
+	"CreateMultipartUpload":   aclBucketWrite,
+	"UploadPart":              aclBucketWrite,
+	"UploadPartCopy":          aclBucketWrite,
+	"CompleteMultipartUpload": aclBucketWrite,
+	"AbortMultipartUpload":    aclBucketWrite,
+	"ListParts":               aclBucketWrite,
+	"GetBucketAcl":            aclBucketReadACP,
+	"PutBucketAcl":            aclBucketWriteACP,
+	"GetObject":               aclObjectRead,
+	"HeadObject":              aclObjectRead,
+	"GetObjectAttributes":     aclObjectRead,
+	"GetObjectAcl":            aclObjectReadACP,
+	"PutObjectAcl":            aclObjectWriteACP,
+}
+
+// perKeyOperations authorize each key they touch in their handler.
+var perKeyOperations = map[string]bool{"DeleteObjects": true}
+
+// operationAccess is what op asks of the caller.
+func operationAccess(op *operation) access {
+	action, ok := actions[op.name]
+	if !ok {
+		action = "s3:" + op.name
+	}
+	return access{action: action, acl: aclNeeds[op.name], perm: op.perm}
+}
+
+// managesPolicy reports whether action reads or changes the bucket
+// policy itself, which its owner may always do.
+func managesPolicy(action string) bool {
+	switch action {
+	case "s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:DeleteBucketPolicy":
+		return true
+	}
+	return false
+}
+
+// policyCache holds parsed bucket policies: parsing on every request of
+// a bucket with a policy would cost more than the evaluation. An entry
+// is used only while the bucket record holds the same document.
+type policyCache struct {
+	mu      sync.Mutex
+	entries map[string]cachedPolicy
+}
+
+type cachedPolicy struct {
+	raw    []byte
+	parsed *policy.Policy
+}
+
+// bucketPolicy returns b's parsed policy, nil if it has none. Stored
+// policies were validated when put; one that no longer parses is an
+// internal error, never "no policy" (that would drop its Denies).
+func (s *Server) bucketPolicy(b *meta.Bucket) (*policy.Policy, error) {
+	if len(b.Policy) == 0 {
+		return nil, nil
+	}
+	c := &s.policies
+	c.mu.Lock()
+	e, ok := c.entries[b.Name]
+	c.mu.Unlock()
+	if ok && bytes.Equal(e.raw, b.Policy) {
+		return e.parsed, nil
+	}
+	p, err := policy.Parse(b.Policy, b.Name)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.entries == nil || len(c.entries) >= 4096 {
+		c.entries = map[string]cachedPolicy{}
+	}
+	c.entries[b.Name] = cachedPolicy{raw: b.Policy, parsed: p}
+	c.mu.Unlock()
+	return p, nil
+}
+
+// conditionContext gathers the condition keys of the request. The
+// object's existing tags are read only if the policy tests them; the
+// object so read is returned for the ACL check to reuse.
+func (s *Server) conditionContext(rq *request, b *meta.Bucket, key string, pol *policy.Policy) (map[string][]string, *meta.Object, error) {
+	ctx := map[string][]string{}
+	set := func(k, v string) { ctx[policy.NormalizeKey(k)] = []string{v} }
+	if host, _, err := net.SplitHostPort(rq.RemoteAddr); err == nil {
+		set("aws:SourceIp", host)
+	}
+	set("aws:SecureTransport", strconv.FormatBool(rq.TLS != nil))
+	now := s.cfg.Now().UTC()
+	set("aws:CurrentTime", now.Format("2006-01-02T15:04:05Z"))
+	set("aws:EpochTime", strconv.FormatInt(now.Unix(), 10))
+	if rq.accessKey == "" {
+		set("aws:PrincipalType", "Anonymous")
+	} else {
+		set("aws:PrincipalType", "User")
+		set("aws:userid", rq.accessKey)
+		if u, ok := s.users.Lookup(rq.accessKey); ok && u.Name != "" {
+			set("aws:username", u.Name)
+		}
+	}
+	if v := rq.Header.Get("Referer"); v != "" {
+		set("aws:Referer", v)
+	}
+	if v := rq.Header.Get("User-Agent"); v != "" {
+		set("aws:UserAgent", v)
+	}
+	if key == "" {
+		for _, q := range []string{"prefix", "delimiter", "max-keys"} {
+			if v, ok := rq.query[q]; ok && len(v) > 0 {
+				set("s3:"+q, v[0])
+			}
+		}
+	}
+	for _, h := range []string{"x-amz-acl", "x-amz-grant-read", "x-amz-grant-write", "x-amz-grant-read-acp",
+		"x-amz-grant-write-acp", "x-amz-grant-full-control", "x-amz-copy-source", "x-amz-metadata-directive",
+		"x-amz-storage-class", "x-amz-server-side-encryption", "x-amz-content-sha256"} {
+		if v := rq.Header.Get(h); v != "" {
+			set("s3:"+h, v)
+		}
+	}
+	if v := rq.Header.Get("x-amz-tagging"); v != "" {
+		if tags, err := parseTagging(v); err == nil {
+			addTags(ctx, "s3:RequestObjectTag/", "s3:RequestObjectTagKeys", tags)
+		}
+	}
+	var obj *meta.Object
+	if key != "" && pol.Uses("s3:ExistingObjectTag/") {
+		o, err := s.store.HeadObject(b.Name, key)
+		switch {
+		case err == nil:
+			obj = o
+			addTags(ctx, "s3:ExistingObjectTag/", "", o.Tags)
+		case !errors.Is(err, objstore.ErrNoSuchKey):
+			return nil, nil, err
+		}
+	}
+	return ctx, obj, nil
+}
+
+// addTags adds one key per tag (prefix + tag key) and, if keysName is
+// set, the list of tag keys.
+func addTags(ctx map[string][]string, prefix, keysName string, tags map[string]string) {
+	keys := make([]string, 0, len(tags))
+	for k, v := range tags {
+		ctx[policy.NormalizeKey(prefix+k)] = []string{v}
+		keys = append(keys, k)
+	}
+	if keysName != "" && len(keys) > 0 {
+		sort.Strings(keys)
+		ctx[policy.NormalizeKey(keysName)] = keys
+	}
+}
+
+// putBucketPolicy validates and stores a policy. A public policy is
+// refused while the bucket blocks public policies.
+func (s *Server) putBucketPolicy(rq *request) error {
+	data, err := readSmallBody(rq)
+	if err != nil {
+		return err
+	}
+	p, err := policy.Parse(data, rq.bucket)
+	var me *policy.MalformedError
+	if errors.As(err, &me) {
+		return errMalformedPolicy.withMessage("%s", me.Message)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.store.UpdateBucket(rq.bucket, func(b *meta.Bucket) error {
+		if b.PublicAccessBlock != nil && b.PublicAccessBlock.BlockPublicPolicy && p.IsPublic() {
+			return errAccessDenied.withMessage("Access Denied: the bucket's public access block forbids public policies")
+		}
+		b.Policy = data
+		return nil
+	}); err != nil {
+		return err
+	}
+	return writeEmpty(rq, http.StatusNoContent)
+}
+
+func (s *Server) getBucketPolicy(rq *request) error {
+	if len(rq.bucketRec.Policy) == 0 {
+		return errNoSuchPolicy
+	}
+	rq.w.Header().Set("Content-Type", "application/json")
+	rq.w.Header().Set("Content-Length", strconv.Itoa(len(rq.bucketRec.Policy)))
+	rq.w.WriteHeader(http.StatusOK)
+	_, _ = rq.w.Write(rq.bucketRec.Policy)
+	return nil
+}
+
+func (s *Server) deleteBucketPolicy(rq *request) error {
+	if err := s.store.UpdateBucket(rq.bucket, func(b *meta.Bucket) error { b.Policy = nil; return nil }); err != nil {
+		return err
+	}
+	return writeEmpty(rq, http.StatusNoContent)
+}
+
+type policyStatus struct {
+	XMLName  xml.Name `xml:"PolicyStatus"`
+	Xmlns    string   `xml:"xmlns,attr"`
+	IsPublic bool
+}
+
+func (s *Server) getBucketPolicyStatus(rq *request) error {
+	p, err := s.bucketPolicy(rq.bucketRec)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return errNoSuchPolicy
+	}
+	return writeXML(rq, policyStatus{Xmlns: s3Namespace, IsPublic: p.IsPublic()})
+}

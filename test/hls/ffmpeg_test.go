@@ -46,6 +46,23 @@ func run(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
+// encoderPolicy lets anyone on the loopback network write, delete and read
+// under prefix of bucket, and nothing else: the policy docs/HLS.md
+// recommends for encoders that cannot sign.
+func encoderPolicy(bucket, prefix string) string {
+	return fmt.Sprintf(`{
+  "Version": "2012-10-17",
+  "Statement": [{
+    "Sid": "EncodersOnLoopback",
+    "Effect": "Allow",
+    "Principal": "*",
+    "Action": ["s3:PutObject", "s3:DeleteObject", "s3:GetObject"],
+    "Resource": "arn:aws:s3:::%s/%s*",
+    "Condition": {"IpAddress": {"aws:SourceIp": "127.0.0.0/8"}}
+  }]
+}`, bucket, prefix)
+}
+
 // anonymous sends an unsigned request and returns its status and headers.
 func anonymous(t *testing.T, method, url string, body io.Reader) (int, http.Header, string) {
 	t.Helper()
@@ -82,7 +99,8 @@ func list(t *testing.T, c *s3.Client, bucket, dir string) map[string]int64 {
 // TestFFmpegPushesHLS: ffmpeg's HLS muxer pushes a 20-second test stream
 // (2-second segments, the last 5 listed, older ones deleted) with unsigned
 // chunked PUTs and DELETEs, which a bucket policy allows on one prefix
-// from loopback addresses; ffprobe reads the playlist back and finds the
+// from loopback addresses (and nothing else: not without the policy, not
+// from another address range, not outside the prefix, no listing); ffprobe reads the playlist back and finds the
 // 10 seconds it lists; the deleted segments are gone, the listed ones
 // readable; playlists and segments are served with their media types, the
 // playlist uncached. Both segment formats: MPEG-TS and fragmented MP4.
@@ -100,10 +118,23 @@ func TestFFmpegPushesHLS(t *testing.T) {
 	if status, _, body := anonymous(t, http.MethodPut, base+prefix+"early.ts", strings.NewReader("x")); status != http.StatusForbidden {
 		t.Fatalf("anonymous PUT without a policy: %d %s", status, body)
 	}
-	// Until bucket policies exist, a public-read-write bucket lets the
-	// encoder in (the bucket policy of docs/HLS.md will replace it).
-	if _, err := c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: aws.String(bucket), ACL: "public-read-write"}); err != nil {
-		t.Fatalf("put bucket acl: %v", err)
+	// A policy for another address range does not let loopback in.
+	other := strings.Replace(encoderPolicy(bucket, prefix), "127.0.0.0/8", "192.0.2.0/24", 1)
+	if _, err := c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(bucket), Policy: aws.String(other)}); err != nil {
+		t.Fatalf("put bucket policy: %v", err)
+	}
+	if status, _, body := anonymous(t, http.MethodPut, base+prefix+"early.ts", strings.NewReader("x")); status != http.StatusForbidden {
+		t.Fatalf("anonymous PUT from outside the policy's address range: %d %s", status, body)
+	}
+	if _, err := c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(bucket), Policy: aws.String(encoderPolicy(bucket, prefix))}); err != nil {
+		t.Fatalf("put bucket policy: %v", err)
+	}
+	// The policy opens its prefix only, and grants no listing.
+	if status, _, body := anonymous(t, http.MethodPut, base+"elsewhere/x.ts", strings.NewReader("x")); status != http.StatusForbidden {
+		t.Fatalf("anonymous PUT outside the policy's prefix: %d %s", status, body)
+	}
+	if status, _, _ := anonymous(t, http.MethodGet, base+"?list-type=2", nil); status != http.StatusForbidden {
+		t.Errorf("anonymous listing: %d, want 403", status)
 	}
 
 	for _, format := range []struct {

@@ -21,6 +21,20 @@ import (
 
 func withMediaHeaders(on bool) envOption { return func(c *Config) { c.MediaHeaders = on } }
 
+// mustCreateStreamBucket creates a bucket owned by root whose policy lets
+// anyone on loopback write, delete and read its objects, as docs/HLS.md
+// sets up a bucket for encoders that cannot sign and for players.
+func (e *testEnv) mustCreateStreamBucket(name string) {
+	e.t.Helper()
+	e.mustCreateBucket(name)
+	policy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*",
+		"Action":["s3:PutObject","s3:DeleteObject","s3:GetObject"],"Resource":"arn:aws:s3:::` + name + `/*",
+		"Condition":{"IpAddress":{"aws:SourceIp":"127.0.0.0/8"}}}]}`
+	if _, err := e.root().PutBucketPolicy(context.Background(), &s3.PutBucketPolicyInput{Bucket: aws.String(name), Policy: aws.String(policy)}); err != nil {
+		e.t.Fatalf("put bucket policy %s: %v", name, err)
+	}
+}
+
 // TestMediaHeaders: with media headers on, an object uploaded without a
 // Content-Type or with a generic one is served (GET and HEAD) with its
 // extension's type, a playlist without a Cache-Control with no-cache; what
@@ -51,7 +65,7 @@ func TestMediaHeaders(t *testing.T) {
 	}
 	for _, on := range []bool{true, false} {
 		e := newEnv(t, withMediaHeaders(on))
-		e.mustCreatePublicBucket("live", types.BucketCannedACLPublicRead)
+		e.mustCreateStreamBucket("live")
 		for _, c := range cases {
 			header := http.Header{}
 			if c.contentType != "" {
@@ -99,7 +113,7 @@ func TestMediaHeaders(t *testing.T) {
 // headers the player reads.
 func TestMediaCORSForHLSJS(t *testing.T) {
 	e := newEnv(t, withMediaHeaders(true))
-	e.mustCreatePublicBucket("live", types.BucketCannedACLPublicRead)
+	e.mustCreateStreamBucket("live")
 	ctx := context.Background()
 	if _, err := e.root().PutBucketCors(ctx, &s3.PutBucketCorsInput{Bucket: aws.String("live"), CORSConfiguration: &types.CORSConfiguration{
 		CORSRules: []types.CORSRule{{
@@ -176,7 +190,7 @@ func TestPlaylistOverwriteAtomic(t *testing.T) {
 					o.Cache = cache.New[objstore.CachedObject](cache.Options{MaxBytes: 1 << 20, MaxObjectSize: 64 << 10})
 				}
 			}, withMediaHeaders(true))
-			e.mustCreatePublicBucket("live", types.BucketCannedACLPublicReadWrite)
+			e.mustCreateStreamBucket("live")
 			url := e.ts.URL + "/live/cam1/index.m3u8"
 			if resp, body := e.putChunked(nil, "/live/cam1/index.m3u8", bytes.NewReader(playlist(0)), ""); resp.StatusCode != http.StatusOK {
 				t.Fatalf("first playlist: %d %s", resp.StatusCode, body)

@@ -257,7 +257,7 @@ func TestChunkedUploadFreeSpaceReserve(t *testing.T) {
 // commit, as the server runs) before it commits.
 func TestChunkedUploadClientClosesAfterBody(t *testing.T) {
 	e := newEnvStore(t, func(o *objstore.Options) { o.Sync = blob.SyncBatch })
-	e.mustCreatePublicBucket("open", types.BucketCannedACLPublicReadWrite)
+	e.mustCreateStreamBucket("open")
 	for _, size := range []int{100, 20 << 10, 3<<20 + 7} {
 		body := randomBytes(size, uint64(size))
 		key := fmt.Sprintf("seg%d.ts", size)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -428,7 +429,11 @@ func (h *HLSRunner) camera(ctx context.Context, s *hlsState, c int, end time.Tim
 // segment, starting one period in (when playlists exist).
 func (h *HLSRunner) viewer(ctx context.Context, s *hlsState, v, viewers int, end time.Time) {
 	c := v * s.cameras / viewers
-	offset := time.Duration(int64(s.cfg.Segment) * int64(v) / int64(viewers))
+	// Players tune in at any moment of a segment's period: spread their
+	// phases over it (golden-ratio steps), so that staleness is sampled
+	// across the period, not at one point of it.
+	phase := math.Mod(float64(v)*0.6180339887498949, 1)
+	offset := time.Duration(phase * float64(s.cfg.Segment))
 	for k := int64(1); ; k++ {
 		due := s.due(c, 0).Add(time.Duration(k)*s.cfg.Segment + offset)
 		if !due.Before(end) || h.Clock.SleepUntil(ctx, due) != nil {

@@ -7,7 +7,7 @@
 # A count is HELD when no segment missed its deadline (stored before the
 # next one was due), nothing failed, and the P99 segment upload is <= 1 s.
 #
-#   scripts/perf/hls.sh [--smoke] [OUT]       (default OUT: /tmp/b3-perf/hls-<time>)
+#   scripts/perf/hls.sh [--smoke] [OUT]       (default OUT: /tmp/b3-perf-hls/hls-<time>)
 #
 # Environment (defaults in brackets):
 #   SERVERS   [b3]         b3 and/or minio (MinIO refuses chunked PUTs; the
@@ -16,7 +16,7 @@
 #   HOLD      [30s]        hold per camera count; DRAIN [10s]
 #   HLS_ARGS  []           further `b3 bench hls` flags
 #   MINIO_BIN [/tmp/minio-bin/minio]  cd /tmp && GOBIN=/tmp/minio-bin go install github.com/minio/minio@latest
-#   B3_BIN    [built from this checkout]   WORK [/tmp/b3-perf]
+#   B3_BIN    [built from this checkout]   WORK [/tmp/b3-perf-hls]
 #
 # Disk: a count writes cameras x HOLD/2 MB (1000 cameras, 30 s: 15 GB) and
 # is deleted with its server's data directory before the next.
@@ -25,7 +25,7 @@ source "$(dirname "$0")/lib.sh"
 
 smoke=false
 if [ "${1:-}" = --smoke ]; then smoke=true; shift; fi
-work=${WORK:-/tmp/b3-perf}
+work=${WORK:-/tmp/b3-perf-hls}
 out=${1:-$work/hls-$(date +%Y%m%d-%H%M%S)}
 MINIO_BIN=${MINIO_BIN:-/tmp/minio-bin/minio}
 servers=${SERVERS:-b3}

@@ -367,12 +367,17 @@ func waitUntil(clock Clock, ctx context.Context, t time.Time) <-chan struct{} {
 // delete, every period until the hold ends.
 func (h *HLSRunner) camera(ctx context.Context, s *hlsState, c int, end time.Time) {
 	retain := max(int64(s.cfg.Retention/s.cfg.Segment), int64(s.cfg.ListSize))
+	var free time.Time // when the camera finished its previous segment
 	for k := int64(0); ; k++ {
 		due := s.due(c, k)
 		if !due.Before(end) || h.Clock.SleepUntil(ctx, due) != nil {
 			return
 		}
-		s.lateness.Done(h.Clock.Now().Sub(due), 0, nil)
+		// Issue lateness is the client's own delay: from the later of the
+		// due instant and the end of the previous segment's requests (a
+		// camera still busy with a slow upload is the server's delay, and
+		// shows in the latency, which counts from due).
+		s.lateness.Done(h.Clock.Now().Sub(later(due, free)), 0, nil)
 		key := s.segmentKey(c, k)
 		s.segment.Issue()
 		s.last[c].Store(k + 1)
@@ -408,6 +413,7 @@ func (h *HLSRunner) camera(ctx context.Context, s *hlsState, c int, end time.Tim
 		}
 		sl.mu.Unlock()
 		if err != nil {
+			free = done
 			continue
 		}
 		first := max(0, k-int64(s.cfg.ListSize)+1)
@@ -422,7 +428,15 @@ func (h *HLSRunner) camera(ctx context.Context, s *hlsState, c int, end time.Tim
 			err := h.Target.DeleteOne(ctx, s.segmentKey(c, old))
 			s.deletes.Done(h.Clock.Now().Sub(began), 0, err)
 		}
+		free = h.Clock.Now()
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // viewer is one player: once a period, the playlist and its newest

@@ -178,14 +178,19 @@ func (s *Server) newRequestID() string {
 // its operation. Every failure, a panic included, ends as S3 error XML.
 func (s *Server) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	var counted *countingWriter
+	var body *countingBody
 	if s.cfg.Observe != nil {
 		counted = &countingWriter{ResponseWriter: hw}
 		hw = counted
+		if r.ContentLength < 0 && r.Body != nil {
+			body = &countingBody{ReadCloser: r.Body}
+			r.Body = body
+		}
 	}
 	w := &responseWriter{ResponseWriter: hw}
 	rq := &request{Request: r, w: w, id: s.newRequestID(), contentLength: r.ContentLength}
 	if counted != nil {
-		defer s.observe(rq, counted, time.Now())
+		defer s.observe(rq, counted, body, time.Now())
 	}
 	h := w.Header()
 	h.Set("x-amz-request-id", rq.id)

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -296,5 +297,30 @@ func TestChunkedUploadClientClosesAfterBody(t *testing.T) {
 		if err != nil || !bytes.Equal(data, body) {
 			t.Fatalf("%d-byte body sent whole: read back %d bytes (%v), not the same", size, len(data), err)
 		}
+	}
+}
+
+// TestChunkedUploadObserved: the bytes of a body of unknown length reach
+// the request metrics (RequestInfo.BytesIn) as read, not as -1.
+func TestChunkedUploadObserved(t *testing.T) {
+	var mu sync.Mutex
+	var seen []RequestInfo
+	e := newEnv(t, func(c *Config) {
+		c.Observe = func(info RequestInfo) {
+			mu.Lock()
+			seen = append(seen, info)
+			mu.Unlock()
+		}
+	})
+	e.mustCreateBucket("bkt")
+	const size = 3<<20 + 11
+	if resp, body := e.putChunked(&rootUser, "/bkt/obj", zeros(size), ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("chunked PUT: %d %s", resp.StatusCode, body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	last := seen[len(seen)-1]
+	if last.Operation != "PutObject" || last.BytesIn != size {
+		t.Fatalf("observed %s with %d bytes in, want PutObject with %d", last.Operation, last.BytesIn, size)
 	}
 }

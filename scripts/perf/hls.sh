@@ -18,6 +18,10 @@
 #   MINIO_BIN [/tmp/minio-bin/minio]  cd /tmp && GOBIN=/tmp/minio-bin go install github.com/minio/minio@latest
 #   B3_BIN    [built from this checkout]   WORK [/tmp/b3-perf-hls]
 #
+# run.txt records the load average around each count and the CPU time the
+# server used during it (user + system): CPU per stored MB does not depend
+# on how busy the machine is, latency does.
+#
 # Disk: a count writes cameras x HOLD/2 MB (1000 cameras, 30 s: 15 GB) and
 # is deleted with its server's data directory before the next.
 set -uo pipefail
@@ -32,6 +36,11 @@ servers=${SERVERS:-b3}
 cameras=${CAMERAS:-200 400 600 800 1000}
 hold=${HOLD:-30s} drain=${DRAIN:-10s}
 if $smoke; then cameras=${CAMERAS:-10 20} hold=${HOLD:-4s}; fi
+
+# cpu_seconds PID: user + system CPU time the process has used so far.
+cpu_seconds() {
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
 
 mkdir -p "$out" "$work" || die "cannot create $out"
 build_b3 "$work"
@@ -49,6 +58,7 @@ for server in $servers; do
 		drop_caches
 		start_server "$server" "$work/data-$server" "$out/$server-$n-server.log"
 		echo "$server $n cameras: load before $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/run.txt"
+		cpu_before=$(cpu_seconds "$server_pid")
 		log "$server: $n cameras for $hold"
 		# shellcheck disable=SC2086 # HLS_ARGS is meant to split
 		bench 600 hls --endpoint "$endpoint" --access-key "$access_key" --secret-key "$secret_key" \
@@ -56,7 +66,8 @@ for server in $servers; do
 			--cameras "$n" --segment 2s --bitrate 4Mbit --viewers 10% --retention 12s --list-size 6 \
 			--duration "$hold" --drain "$drain" --cleanup=false ${HLS_ARGS:-} >"$out/$server-$n.txt" 2>"$out/$server-$n.log"
 		grep -E "cameras, .* viewers:|worst cameras" "$out/$server-$n.txt" | sed "s/^/$server: /" | tee -a "$out/summary.txt"
-		echo "$server $n cameras: load after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/run.txt"
+		echo "$server $n cameras: load after $(cut -d' ' -f1-3 /proc/loadavg);" \
+			"server CPU $(echo "$(cpu_seconds "$server_pid") - $cpu_before" | bc) s" >>"$out/run.txt"
 		stop_server
 		rm -rf "$work/data-$server"
 	done

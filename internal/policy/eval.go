@@ -58,9 +58,10 @@ type Request struct {
 // matches, else Allowed if any Allow statement does, else NotApplicable.
 func (p *Policy) Evaluate(r *Request) Decision {
 	d := NotApplicable
+	action := strings.ToLower(r.Action)
 	for i := range p.Statements {
 		st := &p.Statements[i]
-		if !p.matches(st, r) || r.IgnorePublic && st.IsPublic() {
+		if !p.matches(st, r, action) || r.IgnorePublic && st.IsPublic() {
 			continue
 		}
 		if st.Effect == Deny {
@@ -71,10 +72,11 @@ func (p *Policy) Evaluate(r *Request) Decision {
 	return d
 }
 
-// Statement reports whether the statement applies to r.
-func (p *Policy) matches(st *Statement, r *Request) bool {
+// matches reports whether the statement applies to r (action is
+// r.Action lower-cased).
+func (p *Policy) matches(st *Statement, r *Request, action string) bool {
 	return matchPrincipal(st.Principals, r.Principal) != st.NotPrincipal &&
-		matchAction(st.Actions, r.Action) != st.NotAction &&
+		matchAction(st.Actions, action) != st.NotAction &&
 		p.matchResource(st.Resources, r) != st.NotResource &&
 		p.matchConditions(st.Conditions, r)
 }
@@ -112,7 +114,6 @@ func principalMatches(v string, who Principal) bool {
 }
 
 func matchAction(patterns []string, action string) bool {
-	action = strings.ToLower(action)
 	for _, p := range patterns {
 		if Match(p, action) {
 			return true

@@ -335,3 +335,31 @@ func TestACLGrants(t *testing.T) {
 		t.Fatal("unknown canned ACL accepted")
 	}
 }
+
+// BenchmarkEvaluate: one decision of the HLS policy (three statements,
+// an IP condition) for an anonymous segment upload, as s3api makes it
+// per request of a bucket with a policy.
+func BenchmarkEvaluate(b *testing.B) {
+	p, err := Parse([]byte(hlsPolicy), "media")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &Request{Action: "s3:PutObject", Resource: obj("live/cam1/seg000123.ts"), Context: ctx("aws:SourceIp", "10.1.2.3", "aws:SecureTransport", "false")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if p.Evaluate(r) != Allowed {
+			b.Fatal("not allowed")
+		}
+	}
+}
+
+// BenchmarkParse: parsing the HLS policy (done once per change of a
+// bucket's policy; decisions use the parsed form).
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse([]byte(hlsPolicy), "media"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

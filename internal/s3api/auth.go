@@ -87,12 +87,15 @@ const (
 //
 // key is the object acted on, "" for the bucket.
 func (s *Server) decide(rq *request, b *meta.Bucket, a access, key string) error {
-	who := s.principal(rq.accessKey)
 	owner := rq.accessKey != "" && rq.accessKey == b.Owner
 	pol, err := s.bucketPolicy(b)
 	if err != nil {
 		return err
 	}
+	if pol == nil && owner {
+		return nil // the common case, without building the principal
+	}
+	who := s.principal(rq.accessKey)
 	if pol != nil {
 		req := &policy.Request{Principal: who, Action: a.action, Resource: resourceARN(b.Name, key)}
 		var obj *meta.Object

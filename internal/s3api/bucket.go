@@ -1,11 +1,14 @@
 package s3api
 
 import (
+	"encoding/base64"
 	"encoding/xml"
 	"errors"
 	"net"
 	"net/http"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/b3-storage/b3/internal/meta"
@@ -26,10 +29,12 @@ var (
 )
 
 type listAllMyBucketsResult struct {
-	XMLName xml.Name    `xml:"ListAllMyBucketsResult"`
-	Xmlns   string      `xml:"xmlns,attr"`
-	Owner   *xmlOwner   `xml:"Owner"`
-	Buckets []xmlBucket `xml:"Buckets>Bucket"`
+	XMLName           xml.Name    `xml:"ListAllMyBucketsResult"`
+	Xmlns             string      `xml:"xmlns,attr"`
+	Owner             *xmlOwner   `xml:"Owner"`
+	Buckets           []xmlBucket `xml:"Buckets>Bucket"`
+	ContinuationToken string      `xml:",omitempty"`
+	Prefix            string      `xml:",omitempty"`
 }
 
 type xmlBucket struct {
@@ -38,19 +43,45 @@ type xmlBucket struct {
 	BucketRegion string `xml:",omitempty"`
 }
 
-// listBuckets lists the caller's buckets.
+// listBuckets lists the caller's buckets in name order, filtered by
+// prefix and bucket-region, max-buckets (1..10000) at a time: a
+// truncated page carries a ContinuationToken (the last name, base64)
+// from which the next one starts.
 func (s *Server) listBuckets(rq *request) error {
+	q := rq.query
+	prefix, region := q.Get("prefix"), q.Get("bucket-region")
+	limit := -1
+	if v, ok := q["max-buckets"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 1 || n > 10000 {
+			return errInvalidArgument.withMessage("Argument max-buckets must be an integer between 1 and 10000.")
+		}
+		limit = n
+	}
+	after := ""
+	if v, ok := q["continuation-token"]; ok {
+		name, err := base64.RawURLEncoding.DecodeString(v[0])
+		if err != nil || len(name) == 0 {
+			return errInvalidContinuation
+		}
+		after = string(name)
+	}
 	all, err := s.store.ListBuckets()
 	if err != nil {
 		return err
 	}
-	prefix := rq.query.Get("prefix")
-	res := listAllMyBucketsResult{Xmlns: s3Namespace, Owner: s.owner(rq.accessKey), Buckets: []xmlBucket{}}
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	res := listAllMyBucketsResult{Xmlns: s3Namespace, Owner: s.owner(rq.accessKey), Buckets: []xmlBucket{}, Prefix: prefix}
 	for _, b := range all {
-		if b.Owner != rq.accessKey || !strings.HasPrefix(b.Name, prefix) {
+		if b.Owner != rq.accessKey || !strings.HasPrefix(b.Name, prefix) || b.Name <= after ||
+			(region != "" && s.bucketRegion(&b) != region) {
 			continue
 		}
-		res.Buckets = append(res.Buckets, xmlBucket{Name: b.Name, CreationDate: isoTime(b.Created), BucketRegion: b.Region})
+		if len(res.Buckets) == limit {
+			res.ContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(res.Buckets[limit-1].Name))
+			break
+		}
+		res.Buckets = append(res.Buckets, xmlBucket{Name: b.Name, CreationDate: isoTime(b.Created), BucketRegion: s.bucketRegion(&b)})
 	}
 	return writeXML(rq, res)
 }

@@ -112,10 +112,12 @@ func TestCORS(t *testing.T) {
 			t.Fatalf("preflight headers: %v", resp.Header)
 		}
 	}
-	// An actual request with an Origin gets the CORS headers.
+	// An actual request with an Origin gets the CORS headers, the rule's
+	// methods and allowed headers included.
 	req := e.signedRequest(rootUser, "GET", "/web/page", nil, "", http.Header{"Origin": {"https://a.example.com"}})
 	resp, _ := e.do(req)
-	if resp.Header.Get("Access-Control-Allow-Origin") != "https://a.example.com" || resp.Header.Get("Access-Control-Expose-Headers") != "ETag" {
+	if resp.Header.Get("Access-Control-Allow-Origin") != "https://a.example.com" || resp.Header.Get("Access-Control-Expose-Headers") != "ETag" ||
+		resp.Header.Get("Access-Control-Allow-Methods") != "GET, PUT" || resp.Header.Get("Access-Control-Allow-Headers") != "x-amz-*, content-type" {
 		t.Fatalf("CORS response headers: %v", resp.Header)
 	}
 	if _, err := c.DeleteBucketCors(ctx, &s3.DeleteBucketCorsInput{Bucket: aws.String("web")}); err != nil {

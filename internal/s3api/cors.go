@@ -111,7 +111,9 @@ func anyMatch(patterns []string, s string, fold bool) bool {
 	return false
 }
 
-// setCORSHeaders writes the response headers of a matched rule.
+// setCORSHeaders writes the response headers of a matched rule. Actual
+// requests get the rule's methods and allowed headers too, as S3 sends
+// them (a preflight's answer lists the headers the browser asked for).
 func setCORSHeaders(h http.Header, r *corsRule, origin string, preflight bool, requestHeaders []string) {
 	allowOrigin := origin
 	if len(r.AllowedOrigins) == 1 && r.AllowedOrigins[0] == "*" {
@@ -124,14 +126,18 @@ func setCORSHeaders(h http.Header, r *corsRule, origin string, preflight bool, r
 	if len(r.ExposeHeaders) > 0 {
 		h.Set("Access-Control-Expose-Headers", strings.Join(r.ExposeHeaders, ", "))
 	}
-	if preflight {
-		h.Set("Access-Control-Allow-Methods", strings.Join(r.AllowedMethods, ", "))
-		if len(requestHeaders) > 0 {
-			h.Set("Access-Control-Allow-Headers", strings.Join(requestHeaders, ", "))
+	h.Set("Access-Control-Allow-Methods", strings.Join(r.AllowedMethods, ", "))
+	if !preflight {
+		if len(r.AllowedHeaders) > 0 {
+			h.Set("Access-Control-Allow-Headers", strings.Join(r.AllowedHeaders, ", "))
 		}
-		if r.MaxAgeSeconds != nil {
-			h.Set("Access-Control-Max-Age", strconv.Itoa(*r.MaxAgeSeconds))
-		}
+		return
+	}
+	if len(requestHeaders) > 0 {
+		h.Set("Access-Control-Allow-Headers", strings.Join(requestHeaders, ", "))
+	}
+	if r.MaxAgeSeconds != nil {
+		h.Set("Access-Control-Max-Age", strconv.Itoa(*r.MaxAgeSeconds))
 	}
 }
 

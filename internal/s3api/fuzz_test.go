@@ -182,3 +182,43 @@ func FuzzPostForm(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAccessControlPolicy: an AccessControlPolicy body (PutBucketAcl,
+// PutObjectAcl) parses into grants of known permissions and grantees, or
+// is a client error; x-amz-grant-* headers likewise.
+func FuzzAccessControlPolicy(f *testing.F) {
+	otherID := CanonicalID(otherUser.AccessKey)
+	for _, seed := range []string{
+		`<AccessControlPolicy xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Owner><ID>` + otherID + `</ID></Owner><AccessControlList><Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="CanonicalUser"><ID>` + otherID + `</ID></Grantee><Permission>FULL_CONTROL</Permission></Grant></AccessControlList></AccessControlPolicy>`,
+		`<AccessControlPolicy><AccessControlList><Grant><Grantee xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ</Permission></Grant><Grant><Grantee xsi:type="AmazonCustomerByEmail"><EmailAddress>other@example.com</EmailAddress></Grantee><Permission>WRITE_ACP</Permission></Grant></AccessControlList></AccessControlPolicy>`,
+		`<AccessControlPolicy><AccessControlList><Grant><Grantee><ID>nobody</ID></Grantee><Permission>READ</Permission></Grant></AccessControlList></AccessControlPolicy>`,
+		`<AccessControlPolicy><AccessControlList><Grant><Permission>READ</Permission></Grant></AccessControlList></AccessControlPolicy>`,
+		`<AccessControlPolicy>`, ``, `<a/>`,
+	} {
+		f.Add([]byte(seed), `id="`+otherID+`", uri="http://acs.amazonaws.com/groups/global/AuthenticatedUsers"`)
+	}
+	s := New(nil, Config{Users: []User{rootUser, otherUser}})
+	f.Fuzz(func(t *testing.T, data []byte, header string) {
+		for _, parse := range []func() (aclRequest, error){
+			func() (aclRequest, error) { return s.aclFromDocument(data) },
+			func() (aclRequest, error) {
+				return s.aclFromHeaders(http.Header{"X-Amz-Grant-Read": {header}})
+			},
+		} {
+			r, err := parse()
+			wantClientError(t, err)
+			if err != nil {
+				continue
+			}
+			grants, err := r.resolve(rootUser.AccessKey, rootUser.AccessKey)
+			if err != nil {
+				t.Fatalf("resolve: %v", err)
+			}
+			for _, g := range grants {
+				if g.Permission == "" || g.Grantee == "" {
+					t.Fatalf("empty grant %+v", g)
+				}
+			}
+		}
+	})
+}

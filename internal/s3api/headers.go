@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"sort"
@@ -52,7 +53,7 @@ func attrsFromHeader(h http.Header) (attrs, error) {
 		if a.UserMeta == nil {
 			a.UserMeta = map[string]string{}
 		}
-		value := strings.Join(values, ",")
+		value := decodeMetaValue(strings.Join(values, ","))
 		a.UserMeta[key] = value
 		size += len(key) + len(value)
 	}
@@ -60,6 +61,31 @@ func attrsFromHeader(h http.Header) (attrs, error) {
 		return attrs{}, errMetadataTooLarge
 	}
 	return a, nil
+}
+
+// decodeMetaValue decodes RFC 2047 encoded-words in a metadata value, as
+// S3 does before storing it; a value that does not decode is kept as sent.
+func decodeMetaValue(v string) string {
+	if !strings.Contains(v, "=?") {
+		return v
+	}
+	dec := mime.WordDecoder{}
+	if d, err := dec.DecodeHeader(v); err == nil {
+		return d
+	}
+	return v
+}
+
+// encodeMetaValue makes a stored metadata value safe for an HTTP header,
+// as S3 does: a value holding bytes outside printable US-ASCII is sent as
+// an RFC 2047 encoded-word (UTF-8, base64).
+func encodeMetaValue(v string) string {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c >= 0x7f {
+			return mime.BEncoding.Encode("UTF-8", v)
+		}
+	}
+	return v
 }
 
 func stripAWSChunked(enc string) string {
@@ -119,7 +145,7 @@ func writeObjectHeaders(h http.Header, obj *meta.Object) {
 	for k, v := range obj.UserMeta {
 		// Lower case on the wire, as S3 sends them: some clients (boto3)
 		// keep the case they receive in the metadata names.
-		h["x-amz-meta-"+k] = []string{v}
+		h["x-amz-meta-"+k] = []string{encodeMetaValue(v)}
 	}
 	if len(obj.Tags) > 0 {
 		h.Set("x-amz-tagging-count", strconv.Itoa(len(obj.Tags)))

@@ -2,9 +2,11 @@ package s3api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/b3-storage/b3/internal/lifecycle"
+	"github.com/b3-storage/b3/internal/meta"
 )
 
 var (
@@ -63,4 +65,39 @@ func lifecycleError(err error) error {
 		return errNotImplemented.withMessage("%s", le.Message)
 	}
 	return errMalformedXML
+}
+
+// writeExpiration sets x-amz-expiration on a GET or HEAD of an object a
+// lifecycle rule will expire: the instant stored in its record and the
+// rule that set it. The instant is the earliest of the matching rules'
+// (objstore.expiryOf), so the rule is a date rule whose date it is, or
+// else the matching rule with the fewest days; both are exact without
+// knowing the length of a lifecycle day.
+func writeExpiration(h http.Header, b *meta.Bucket, obj *meta.Object) {
+	if obj.Expiry.IsZero() || b == nil || len(b.Lifecycle) == 0 {
+		return
+	}
+	conf, err := lifecycle.Parse(b.Lifecycle)
+	if err != nil {
+		return
+	}
+	o := lifecycle.Object{Key: obj.Key, Tags: obj.Tags, Size: obj.Size, Created: obj.Modified}
+	var rule *lifecycle.Rule
+	for i := range conf.Rules {
+		r := &conf.Rules[i]
+		if !r.Enabled || !r.Filter.Matches(o) {
+			continue
+		}
+		if !r.ExpireDate.IsZero() && r.ExpireDate.Equal(obj.Expiry) {
+			rule = r
+			break
+		}
+		if r.ExpireDays > 0 && (rule == nil || r.ExpireDays < rule.ExpireDays) {
+			rule = r
+		}
+	}
+	if rule == nil {
+		return
+	}
+	h.Set("x-amz-expiration", fmt.Sprintf(`expiry-date="%s", rule-id="%s"`, obj.Expiry.UTC().Format(http.TimeFormat), rule.ID))
 }

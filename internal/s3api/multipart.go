@@ -9,6 +9,7 @@ import (
 
 	"github.com/b3-storage/b3/internal/checksum"
 	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
 )
 
 var (
@@ -247,12 +248,44 @@ func (s *Server) completeUpload(rq *request) error {
 		return obj, nil
 	}
 	obj, err := s.store.CompleteUpload(rq.bucket, rq.key, rq.query.Get("uploadId"), numbers, build, precondition)
+	if errors.Is(err, objstore.ErrNoSuchUpload) {
+		if done := s.completedEarlier(rq, req.Parts); done != nil {
+			obj, err = done, nil
+			alg, _ = checksum.ParseAlgorithm(obj.ChecksumAlgorithm)
+		}
+	}
 	if err != nil {
 		return err
 	}
 	res := completeMultipartUploadResult{Xmlns: s3Namespace, Location: "/" + rq.bucket + "/" + rq.key, Bucket: rq.bucket, Key: rq.key, ETag: quoteETag(obj.ETag),
 		Checksum: xmlChecksum{alg, obj.Checksum}, ChecksumType: obj.ChecksumType}
 	return writeXML(rq, res)
+}
+
+// completedEarlier finds the object a retried CompleteMultipartUpload
+// already made (SDKs retry it after a timeout): the upload is gone, and
+// the key's current object has the version the upload ID reserved (it
+// begins with it) and the parts the request lists. The retry then gets
+// the same answer, not NoSuchUpload. nil if there is no such object.
+func (s *Server) completedEarlier(rq *request, listed []completePart) *meta.Object {
+	id := rq.query.Get("uploadId")
+	if !meta.ValidUploadID(id) {
+		return nil
+	}
+	version, err := strconv.ParseUint(id[:16], 16, 64)
+	if err != nil {
+		return nil
+	}
+	obj, err := s.store.HeadObject(rq.bucket, rq.key)
+	if err != nil || obj.Version != version || len(obj.Parts) != len(listed) {
+		return nil
+	}
+	for i, p := range obj.Parts {
+		if p.Number != listed[i].PartNumber || unquoteETag(p.ETag) != unquoteETag(listed[i].ETag) {
+			return nil
+		}
+	}
+	return obj
 }
 
 func objectSize(parts []*meta.Part) int64 {

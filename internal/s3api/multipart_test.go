@@ -134,10 +134,22 @@ func TestMultipartErrors(t *testing.T) {
 	wantCode(t, complete([]types.CompletedPart{{PartNumber: aws.Int32(1), ETag: aws.String(`"0123456789abcdef0123456789abcdef"`)}}), "InvalidPart")
 	wantCode(t, complete([]types.CompletedPart{{PartNumber: aws.Int32(7), ETag: parts[0].ETag}}), "InvalidPart")
 	// A single small part is fine: the last part has no minimum.
-	if err := complete(parts[:1]); err != nil {
+	first, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("mpu"), Key: aws.String("k"), UploadId: aws.String(id),
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts[:1]}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	e.assertAbsentUpload(id)
+	// A retry of the completion (an SDK after a timeout) succeeds with the
+	// same ETag; another part list, or the key overwritten since, is
+	// NoSuchUpload.
+	again, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("mpu"), Key: aws.String("k"), UploadId: aws.String(id),
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts[:1]}})
+	if err != nil || aws.ToString(again.ETag) != aws.ToString(first.ETag) || aws.ToString(again.ChecksumCRC64NVME) != aws.ToString(first.ChecksumCRC64NVME) {
+		t.Fatalf("retried completion: %+v %v, first %+v", again, err, first)
+	}
+	wantCode(t, complete(parts), "NoSuchUpload")
+	e.mustPut("mpu", "k", []byte("overwritten"))
 	wantCode(t, complete(parts[:1]), "NoSuchUpload")
 
 	_, err = c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("mpu"), Key: aws.String("k"), UploadId: aws.String(id), PartNumber: aws.Int32(1), Body: strings.NewReader("x")})

@@ -253,6 +253,7 @@ func (s *Server) objectReadError(rq *request, obj *meta.Object, err error) error
 func (s *Server) writeReadHeaders(rq *request, obj *meta.Object, r byteRange, partial bool) error {
 	h := rq.w.Header()
 	writeObjectHeaders(h, obj)
+	writeExpiration(h, rq.bucketRec, obj)
 	if s.cfg.MediaHeaders {
 		writeMediaHeaders(h, obj)
 	}

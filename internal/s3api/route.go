@@ -42,7 +42,7 @@ var unsupported = []string{
 	"logging", "metrics", "notification", "object-lock",
 	"replication", "requestPayment",
 	"website", "legal-hold", "retention", "torrent", "restore", "select",
-	"attributes", "versions", "metadataTable", "session",
+	"versions", "metadataTable", "session",
 }
 
 // route resolves bucket, key and operation from the host, path, method
@@ -236,6 +236,8 @@ func routeObject(rq *request) *operation {
 			return &opGetObjectTagging
 		case q.Has("acl"):
 			return &opGetObjectACL
+		case q.Has("attributes"):
+			return &opGetObjectAttributes
 		}
 		return &opGetObject
 	case http.MethodHead:

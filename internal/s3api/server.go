@@ -278,7 +278,7 @@ func (s *Server) writeError(rq *request, err error) {
 	h := rq.w.Header()
 	// Drop headers a handler may have set for a success that did not
 	// happen; keep the request id and CORS headers.
-	for _, k := range []string{"Etag", "Last-Modified", "Accept-Ranges", "Content-Disposition", "Content-Encoding", "Content-Language", "Cache-Control", "Expires"} {
+	for _, k := range []string{"Etag", "Last-Modified", "Accept-Ranges", "Content-Disposition", "Content-Encoding", "Content-Language", "Cache-Control", "Expires", "x-amz-expiration"} {
 		h.Del(k)
 	}
 	if rq.Method == http.MethodHead {

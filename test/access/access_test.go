@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +135,31 @@ func TestAccessControlAcrossRestart(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("plain HTTP GET of the playlist: %d", resp.StatusCode)
+	}
+}
+
+// TestBoto3Access runs boto3_access.py against a server: ACL documents and
+// grant headers as boto3 serializes them, policies, Block Public Access,
+// ownership controls and unsigned requests (botocore.UNSIGNED). boto3
+// comes from scripts/install-test-tools.sh.
+func TestBoto3Access(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 with boto3 is missing: run scripts/install-test-tools.sh")
+	}
+	srv := testutil.StartServer(t, testutil.ServerOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	viewer, err := srv.Admin().AddUser(ctx, "viewer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, secret := srv.Keys()
+	cmd := exec.CommandContext(ctx, python, "boto3_access.py", "--endpoint", srv.Endpoint(),
+		"--root", key, secret, "--viewer", viewer.AccessKey, viewer.Secret, viewer.CanonicalID)
+	cmd.Env = append(os.Environ(), "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_CA_BUNDLE=", "NO_PROXY=127.0.0.1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "boto3 access: OK") {
+		t.Fatalf("boto3 access session: %v\n%s", err, out)
 	}
 }

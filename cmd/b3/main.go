@@ -23,7 +23,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"admin", "operate a running server: stats, users, vacuum, limits, cache", runAdmin},
-		{"bench", "load generator: peak, mixed, disk, kv, compare", runBench},
+		{"bench", "load generator: peak, mixed, hls, disk, kv, compare", runBench},
 		{"node", "cluster member: S3 API + storage, replicated with Raft", runNode},
 		{"server", "S3 API on local disks", runServer},
 		{"version", "print the version", func([]string, io.Writer, io.Writer) int { fmt.Println(version); return 0 }},

@@ -66,3 +66,9 @@ fi
 if ! works /usr/bin/chromium --version; then
 	apt_install chromium
 fi
+
+# ffmpeg and ffprobe (test/hls): a live encoder pushing HLS into b3 with
+# plain HTTP PUT and DELETE, and a player reading it back. Debian package.
+if ! works /usr/bin/ffmpeg -version || ! works /usr/bin/ffprobe -version; then
+	apt_install ffmpeg
+fi

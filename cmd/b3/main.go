@@ -26,7 +26,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"admin", "operate a running server: stats, users, buckets, vacuum, limits, settings", runAdmin},
-		{"bench", "load generator: peak, mixed, disk, kv, compare", runBench},
+		{"bench", "load generator: peak, mixed, hls, disk, kv, compare", runBench},
 		{"healthcheck", "exit 0 if the server at --url is ready (for a container HEALTHCHECK)", runHealthcheck},
 		{"mount", "a bucket as a file system (FUSE), for sequential writers and readers", runMount},
 		{"node", "cluster member: S3 API + storage, replicated with Raft", runNode},

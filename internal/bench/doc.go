@@ -12,6 +12,12 @@
 //	         series; each multiple judged sustained or saturated
 //	         (SaturationRule). --at-hold runs a command as a chosen
 //	         hold starts (a vacuum pass, say) to measure its cost.
+//	hls      live cameras (hls.go): each uploads a segment every --segment
+//	         at --bitrate, rewrites its playlist, deletes segments past
+//	         --retention; viewers read playlists and newest segments. Per
+//	         camera count: segment upload latency from the due instant
+//	         (overall and per camera), missed deadlines, playlist
+//	         staleness, errors; per-second series; held or not held.
 //	disk     write() latency and MB/s of a directory by buffer size,
 //	         buffered and O_DIRECT, with and without fdatasync.
 //	kv       YCSB-style tiny records: load, then read/update mixes.

@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -66,6 +68,18 @@ func (s *s3Flags) target(ctx context.Context, maxConc int) (*S3Target, error) {
 	return t, nil
 }
 
+// start builds the target, records it in rep and sets *prefix to the
+// run's key prefix.
+func (s *s3Flags) start(ctx context.Context, rep *Report, maxConc int, prefix *string) (*S3Target, error) {
+	t, err := s.target(ctx, maxConc)
+	if err != nil {
+		return nil, err
+	}
+	rep.Target = s.opts.Endpoint + "/" + s.opts.Bucket
+	*prefix = s.keyPrefix()
+	return t, nil
+}
+
 func (s *s3Flags) keyPrefix() string {
 	if s.prefix != "" {
 		return strings.TrimSuffix(s.prefix, "/")
@@ -113,6 +127,8 @@ func parseFlags(mode string, args []string, stderr io.Writer) (*modeOptions, err
 		build = peakFlags(fs, o)
 	case "mixed":
 		build = mixedFlags(fs, o)
+	case "hls":
+		build = hlsFlags(fs, o)
 	case "disk":
 		build = diskFlags(fs, o)
 	case "kv":
@@ -181,12 +197,10 @@ func peakFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 		}
 		cfg.Verify, cfg.DropCache, cfg.Cleanup = *verify, *dropCache, *cleanup
 		o.run = func(ctx context.Context, rep *Report, pool *Pool, progress *Progress, log io.Writer) error {
-			t, err := s3f.target(ctx, maxInt(cfg.Concurrency))
+			t, err := s3f.start(ctx, rep, maxInt(cfg.Concurrency), &cfg.Prefix)
 			if err != nil {
 				return err
 			}
-			rep.Target = s3f.opts.Endpoint + "/" + s3f.opts.Bucket
-			cfg.Prefix = s3f.keyPrefix()
 			(&PeakRunner{Target: t, Pool: pool, Progress: progress, Log: log}).Run(ctx, cfg, rep)
 			return nil
 		}
@@ -254,17 +268,97 @@ func mixedFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 				top = max(top, m)
 			}
 			// Connections: the top rate times a generous latency allowance.
-			t, err := s3f.target(ctx, int((cfg.UploadRate+cfg.DownloadRate)*top)+16)
+			t, err := s3f.start(ctx, rep, int((cfg.UploadRate+cfg.DownloadRate)*top)+16, &cfg.Prefix)
 			if err != nil {
 				return err
 			}
-			rep.Target = s3f.opts.Endpoint + "/" + s3f.opts.Bucket
-			cfg.Prefix = s3f.keyPrefix()
 			(&MixedRunner{Target: t, Pool: pool, Clock: RealClock{}, Progress: progress, Log: log}).Run(ctx, cfg, rep)
 			return nil
 		}
 		return nil
 	}
+}
+
+func hlsFlags(fs *flag.FlagSet, o *modeOptions) func() error {
+	var s3f s3Flags
+	s3f.register(fs)
+	cameras := fs.String("cameras", "100,200,400,800", "camera counts, each held for --duration")
+	segment := fs.Duration("segment", 2*time.Second, "segment duration: each camera uploads one segment per period")
+	bitrate := fs.String("bitrate", "4Mbit", "camera bitrate (bit/s; k, M, G suffixes, optional \"bit\"): a segment is bitrate × segment / 8 bytes")
+	retention := fs.Duration("retention", time.Minute, "segments older than this are deleted by their camera")
+	listSize := fs.Int("list-size", 6, "segments listed in a playlist")
+	viewers := fs.String("viewers", "10%", "players reading playlists and newest segments: a count, or a percentage of the cameras")
+	duration := fs.Duration("duration", 60*time.Second, "hold time per camera count")
+	drain := fs.Duration("drain", 30*time.Second, "after each hold, wait at most this long for uploads in flight")
+	maxP99 := fs.Duration("max-p99", time.Second, "a camera count is held only if the P99 segment upload latency is at most this")
+	cleanup := fs.Bool("cleanup", true, "delete the segments and playlists left after each camera count")
+	return func() error {
+		cfg := HLSConfig{Segment: *segment, Retention: *retention, ListSize: *listSize, Duration: *duration,
+			Drain: *drain, MaxP99: *maxP99, Cleanup: *cleanup}
+		var err error
+		if cfg.Cameras, err = ParseIntList(*cameras); err != nil {
+			return usagef("--cameras: %v", err)
+		}
+		if cfg.Bitrate, err = ParseBitrate(*bitrate); err != nil {
+			return usagef("--bitrate: %v", err)
+		}
+		if cfg.Viewers, err = parseViewers(*viewers); err != nil {
+			return usagef("--viewers: %v", err)
+		}
+		if *segment <= 0 || *duration <= 0 || *listSize <= 0 {
+			return usagef("--segment, --duration and --list-size must be positive")
+		}
+		if n := cfg.SegmentBytes(); n <= 0 || n > MaxObjectSize {
+			return usagef("--bitrate × --segment: %d-byte segments", n)
+		}
+		o.run = func(ctx context.Context, rep *Report, pool *Pool, progress *Progress, log io.Writer) error {
+			top := maxInt(cfg.Cameras)
+			t, err := s3f.start(ctx, rep, top+cfg.Viewers(top)+16, &cfg.Prefix)
+			if err != nil {
+				return err
+			}
+			(&HLSRunner{Target: t, Pool: pool, Clock: RealClock{}, Progress: progress, Log: log}).Run(ctx, cfg, rep)
+			return nil
+		}
+		return nil
+	}
+}
+
+// ParseBitrate parses "4Mbit", "4M", "2500k", "800000" as bits per second
+// (decimal multiples, as bitrates are quoted).
+func ParseBitrate(s string) (int64, error) {
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), "/s"), "bit")
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(t, "k"):
+		mult, t = 1e3, strings.TrimSuffix(t, "k")
+	case strings.HasSuffix(t, "m"):
+		mult, t = 1e6, strings.TrimSuffix(t, "m")
+	case strings.HasSuffix(t, "g"):
+		mult, t = 1e9, strings.TrimSuffix(t, "g")
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("%q: want a positive bitrate such as 4Mbit", s)
+	}
+	return int64(f * mult), nil
+}
+
+// parseViewers parses a viewer count ("40") or a share of the cameras
+// ("10%", rounded up).
+func parseViewers(s string) (func(int) int, error) {
+	if pct, ok := strings.CutSuffix(strings.TrimSpace(s), "%"); ok {
+		f, err := strconv.ParseFloat(pct, 64)
+		if err != nil || f < 0 {
+			return nil, fmt.Errorf("%q: want a count or a percentage", s)
+		}
+		return func(cameras int) int { return int(math.Ceil(float64(cameras) * f / 100)) }, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("%q: want a count or a percentage", s)
+	}
+	return func(int) int { return n }, nil
 }
 
 func diskFlags(fs *flag.FlagSet, o *modeOptions) func() error {
@@ -348,12 +442,10 @@ func kvFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 			return usagef("--distribution: want uniform or zipf")
 		}
 		o.run = func(ctx context.Context, rep *Report, pool *Pool, progress *Progress, log io.Writer) error {
-			t, err := s3f.target(ctx, cfg.Concurrency)
+			t, err := s3f.start(ctx, rep, cfg.Concurrency, &cfg.Prefix)
 			if err != nil {
 				return err
 			}
-			rep.Target = s3f.opts.Endpoint + "/" + s3f.opts.Bucket
-			cfg.Prefix = s3f.keyPrefix()
 			(&KVRunner{Target: t, Pool: pool, Progress: progress, Log: log}).Run(ctx, cfg, rep)
 			return nil
 		}

@@ -408,6 +408,78 @@ func TestLive(t *testing.T) {
 		}
 	})
 
+	t.Run("hls", func(t *testing.T) {
+		// 500 ms segments for 3 s: 6 per camera; retention 1 s and 2
+		// listed keep the last 2 segments of each camera (--cleanup=false
+		// lets the test check that against the server).
+		const segments, kept = 6, 2
+		run := runLive(t, t.TempDir(), s.args("hls", "--cameras", "4,8", "--segment", "500ms", "--bitrate", "800kbit",
+			"--duration", "3s", "--drain", "20s", "--retention", "1s", "--list-size", "2", "--viewers", "50%",
+			"--cleanup=false", "--prefix", "it-hls"), 4)
+		rep := run.report
+		if len(rep.HLS) != 2 || len(rep.Cells) != 12 {
+			t.Fatalf("%d runs, %d cells", len(rep.HLS), len(rep.Cells))
+		}
+		for _, r := range rep.HLS {
+			if r.Verdict != "held" && (r.Verdict != "not held" || len(r.Reasons) == 0) {
+				t.Errorf("%d cameras: verdict %q, reasons %q", r.Cameras, r.Verdict, r.Reasons)
+			}
+			if r.Verdict != "held" {
+				t.Logf("%d cameras not held on this machine: %q", r.Cameras, r.Reasons)
+			}
+			var stored int64
+			for _, sec := range r.Series {
+				stored += sec.Segments
+			}
+			for _, c := range r.Cells {
+				switch c.Op {
+				case "segment":
+					assertHealthy(t, c)
+					if c.Issued != int64(r.Cameras*segments) || stored != c.Ops {
+						t.Errorf("%d cameras: %d segments issued (want %d), series counts %d of %d stored",
+							r.Cameras, c.Issued, r.Cameras*segments, stored, c.Ops)
+					}
+				case "playlist", "delete", "view-playlist", "staleness":
+					if c.Errors != 0 || c.Ops == 0 {
+						t.Errorf("%d cameras %s: %d ok, errors %v", r.Cameras, c.Op, c.Ops, c.ErrorsByType)
+					}
+				}
+			}
+			if len(r.Streams) != r.Cameras || r.Viewers != r.Cameras/2 {
+				t.Errorf("%d cameras: %d streams, %d viewers", r.Cameras, len(r.Streams), r.Viewers)
+			}
+		}
+		if !strings.Contains(run.out, "8 cameras, 4 viewers: ") {
+			t.Errorf("no verdict line in the table:\n%s", run.out)
+		}
+		// Each camera left its last segments and a playlist listing the
+		// newest; older segments were deleted.
+		stored := s.list(t, "it-hls/")
+		tgt := s.target(t)
+		for _, cams := range []int{4, 8} {
+			for c := range cams {
+				dir := fmt.Sprintf("it-hls/hls/c%d/cam%04d/", cams, c)
+				for k := range segments {
+					key := fmt.Sprintf("%sseg%08d.ts", dir, k)
+					if _, ok := stored[key]; ok != (k >= segments-kept) {
+						t.Errorf("%s stored %v, want %v", key, ok, k >= segments-kept)
+					}
+				}
+				body, err := tgt.GetSmall(context.Background(), dir+"index.m3u8")
+				if err != nil || newestListed(body) != segments-1 {
+					t.Errorf("%sindex.m3u8: newest %d, %v:\n%s", dir, newestListed(body), err, body)
+				}
+			}
+		}
+		keys := make([]string, 0, len(stored))
+		for k := range stored {
+			keys = append(keys, k)
+		}
+		if err := tgt.Delete(context.Background(), keys); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("compare", func(t *testing.T) {
 		if peakJSON == "" {
 			t.Fatal("peak run wrote no report")

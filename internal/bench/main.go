@@ -15,10 +15,12 @@ import (
 	"time"
 )
 
-const usage = `usage: b3 bench <peak|mixed|disk|kv|compare> [flags]
+const usage = `usage: b3 bench <peak|mixed|hls|disk|kv|compare> [flags]
 
   peak     sweep concurrency x object size; upload and download throughput and latency
   mixed    uploads and downloads at fixed rates (open loop) at multiples of a baseline
+  hls      live cameras: a segment every --segment seconds, playlist rewrites, retention
+           deletes and viewers; segment upload latency, missed deadlines, staleness
   disk     raw write() latency and throughput of a directory by buffer size
   kv       YCSB-style tiny records: load, then read/update mixes
   compare  two or more JSON results side by side with ratios
@@ -41,7 +43,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	var err error
 	switch args[0] {
-	case "peak", "mixed", "disk", "kv":
+	case "peak", "mixed", "hls", "disk", "kv":
 		err = runMode(ctx, args[0], args[1:], stdout, stderr)
 	case "compare":
 		err = runCompare(args[1:], stdout, stderr)
@@ -130,6 +132,9 @@ func writeOutputs(rep *Report, dir string, charts bool, log io.Writer) error {
 	}
 	if len(rep.Mixed) > 0 {
 		files[base+"-series.csv"] = rep.WriteSeriesCSV
+	}
+	if len(rep.HLS) > 0 {
+		files[base+"-series.csv"] = rep.writeHLSSeriesCSV
 	}
 	if charts {
 		for name, chart := range rep.Charts() {

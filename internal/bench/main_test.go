@@ -69,6 +69,11 @@ func TestMainUsageErrors(t *testing.T) {
 		{[]string{"mixed", "--at-hold", "3=true"}, 2},
 		{[]string{"mixed", "--at-hold", "2"}, 2},
 		{[]string{"mixed", "--at-hold", "2="}, 2},
+		{[]string{"hls", "--bitrate", "fast"}, 2},
+		{[]string{"hls", "--viewers", "-3"}, 2},
+		{[]string{"hls", "--cameras", "x"}, 2},
+		{[]string{"hls", "--segment", "0s"}, 2},
+		{[]string{"hls", "-h"}, 0},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(tc.args, &stdout, &stderr); code != tc.code {

@@ -20,7 +20,7 @@ const SchemaVersion = 1
 // and the cells finished or partly finished so far.
 type Report struct {
 	Schema      int               `json:"schema"`
-	Kind        string            `json:"kind"` // peak, mixed, disk, kv
+	Kind        string            `json:"kind"` // peak, mixed, hls, disk, kv
 	Target      string            `json:"target"`
 	Started     time.Time         `json:"started"`
 	Finished    time.Time         `json:"finished"`
@@ -29,6 +29,7 @@ type Report struct {
 	Notes       []string          `json:"notes,omitempty"`
 	Cells       []Cell            `json:"cells"`
 	Mixed       []MixedRun        `json:"mixed,omitempty"`
+	HLS         []HLSRun          `json:"hls,omitempty"`
 	System      []SystemSample    `json:"system,omitempty"`
 }
 

@@ -222,6 +222,8 @@ func (r *Report) Charts() map[string]func(io.Writer) error {
 		}
 	case "mixed":
 		r.mixedCharts(add)
+	case "hls":
+		r.hlsCharts(add)
 	}
 	if len(r.System) > 0 {
 		var cpu, util, rss series

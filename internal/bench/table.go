@@ -57,6 +57,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 	}
+	r.writeHLSVerdicts(w)
 	if r.Interrupted {
 		fmt.Fprintln(w, "interrupted: partial results")
 	}

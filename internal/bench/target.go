@@ -3,9 +3,11 @@ package bench
 //lint:file-ignore SA1019 feature/s3/manager is the transfer manager applications use today and the one the original benchmark measured; its successor (feature/s3/transfermanager) is not yet a dependency of this module.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -253,6 +255,38 @@ func (t *S3Target) Delete(ctx context.Context, keys []string) error {
 			e := out.Errors[0]
 			return fmt.Errorf("delete %s: %s: %s", aws.ToString(e.Key), aws.ToString(e.Code), aws.ToString(e.Message))
 		}
+	}
+	return nil
+}
+
+// PutSmall uploads a small body (a playlist) with its Content-Type.
+func (t *S3Target) PutSmall(ctx context.Context, key string, body []byte, contentType string) error {
+	_, err := t.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(t.bucket), Key: aws.String(key),
+		Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))), ContentType: aws.String(contentType)})
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+// GetSmall downloads a small object (a playlist) whole.
+func (t *S3Target) GetSmall(ctx context.Context, key string) ([]byte, error) {
+	out, err := t.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(t.bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: read body: %w", key, err)
+	}
+	return body, nil
+}
+
+// DeleteOne deletes one object with DeleteObject, as an encoder does.
+func (t *S3Target) DeleteOne(ctx context.Context, key string) error {
+	if _, err := t.Client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(t.bucket), Key: aws.String(key)}); err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	return nil
 }

@@ -169,29 +169,3 @@ func TestPanicBecomesInternalError(t *testing.T) {
 	resp, body := e.do(req)
 	wantXMLError(t, resp, body, 500, "InternalError")
 }
-
-// TestMissingContentLength: an upload of unknown length (HTTP chunked, no
-// Content-Length) is refused with 411 MissingContentLength, as S3 does,
-// for PutObject and UploadPart, and leaves nothing behind.
-func TestMissingContentLength(t *testing.T) {
-	e := newEnv(t)
-	e.mustCreateBucket("bkt")
-	out, err := e.root().CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("mp")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range []string{"/bkt/obj", "/bkt/mp?partNumber=1&uploadId=" + aws.ToString(out.UploadId)} {
-		// Signed without a length (the signer then leaves Content-Length
-		// out), sent with Transfer-Encoding: chunked.
-		req := e.signedRequest(rootUser, http.MethodPut, path, nil, "UNSIGNED-PAYLOAD", nil)
-		req.ContentLength = -1
-		req.Body = io.NopCloser(strings.NewReader("data"))
-		resp, body := e.do(req)
-		wantXMLError(t, resp, body, http.StatusLengthRequired, "MissingContentLength")
-	}
-	e.assertAbsent("bkt", "obj")
-	parts, err := e.root().ListParts(context.Background(), &s3.ListPartsInput{Bucket: aws.String("bkt"), Key: aws.String("mp"), UploadId: out.UploadId})
-	if err != nil || len(parts.Parts) != 0 {
-		t.Fatalf("parts after a refused upload: %v, %v", parts, err)
-	}
-}

@@ -50,6 +50,12 @@
 //   - POST form fields are case-insensitive and unique; the file is bounded
 //     by content-length-range, Config.MaxObjectSize and the free-space
 //     reserve as it streams, before its bytes reach objstore.
+//   - PutObject and UploadPart accept bodies of unknown length (HTTP
+//     Transfer-Encoding: chunked without Content-Length, as live video
+//     encoders send them; S3 answers 411): they are bounded by
+//     Config.MaxObjectSize and the free-space reserve as they stream
+//     (stream.go), and keep every signature and digest check. An
+//     aws-chunked body still needs x-amz-decoded-content-length.
 //   - URLs in logs have presigned signatures redacted (redactedURL).
 //
 // What it does not do: object versioning (buckets report unversioned),

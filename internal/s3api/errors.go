@@ -61,7 +61,6 @@ var (
 	errBucketAlreadyOwned     = apiErr("BucketAlreadyOwnedByYou", 409, "Your previous request to create the named bucket succeeded and you already own it.")
 	errBucketNotEmpty         = apiErr("BucketNotEmpty", 409, "The bucket you tried to delete is not empty")
 	errEntityTooLarge         = apiErr("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed object size.")
-	errMissingContentLength   = apiErr("MissingContentLength", 411, "You must provide the Content-Length HTTP header.")
 	errEntityTooSmall         = apiErr("EntityTooSmall", 400, "Your proposed upload is smaller than the minimum allowed object size.")
 	errIncompleteBody         = apiErr("IncompleteBody", 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.")
 	errInternal               = apiErr("InternalError", 500, "We encountered an internal error. Please try again.")

@@ -175,7 +175,7 @@ func FuzzPostForm(f *testing.F) {
 				t.Fatalf("field %q kept in its case", name)
 			}
 		}
-		bounded := &postFile{src: file.body, max: max, tooLarge: errEntityTooLarge,
+		bounded := &boundedBody{src: file.body, max: max, tooLarge: errEntityTooLarge,
 			space: &spaceLease{reserve: func(int64) (func(), error) { return func() {}, nil }}}
 		if n, err := io.Copy(io.Discard, bounded); n > max {
 			t.Fatalf("bound let %d bytes through (max %d), err %v", n, max, err)

@@ -91,7 +91,7 @@ func (s *Server) uploadPart(rq *request) error {
 	if err != nil {
 		return err
 	}
-	release, err := s.admitUpload(rq)
+	body, release, err := s.admitUpload(rq)
 	if err != nil {
 		return err
 	}
@@ -113,8 +113,8 @@ func (s *Server) uploadPart(rq *request) error {
 		return errInvalidRequest.withMessage("Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum Type: %s", uploadAlg, exp.Checksum.Algorithm)
 	}
 	partAlg := partAlgorithm(up)
-	cr := checksum.NewReader(rq.body, exp, partAlg)
-	part, err := s.store.PutPart(rq.Context(), rq.bucket, rq.key, uploadID, number, &uploadBody{src: cr, want: rq.contentLength}, func(p *meta.Part) error {
+	cr := checksum.NewReader(body, exp, partAlg)
+	part, err := s.store.PutPart(uploadContext(rq), rq.bucket, rq.key, uploadID, number, &uploadBody{src: cr, want: rq.contentLength}, func(p *meta.Part) error {
 		if !cr.Done() {
 			return errIncompleteBody
 		}

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -18,21 +19,36 @@ var (
 	opDeleteObject = operation{name: "DeleteObject", perm: permWrite, handle: (*Server).deleteObject}
 )
 
-// admitUpload refuses an upload whose length is unknown (no
-// Content-Length, and for aws-chunked bodies no x-amz-decoded-content-length)
-// or above the maximum object size, as S3 does: 411 MissingContentLength,
-// 400 EntityTooLarge; and one the disk has no room for (507
-// InsufficientStorage), before any of its body is read. The caller must
-// call release when the request ends.
-func (s *Server) admitUpload(rq *request) (release func(), err error) {
-	switch {
-	case rq.contentLength < 0:
-		return nil, errMissingContentLength
-	case rq.contentLength > s.cfg.MaxObjectSize:
-		return nil, errEntityTooLarge
+// admitUpload admits an upload body before any of it is read. A body of
+// declared length (Content-Length, or x-amz-decoded-content-length for
+// aws-chunked bodies) is refused above the maximum object size (400
+// EntityTooLarge) or when the disk has no room for it (507
+// InsufficientStorage), as S3 does. A body of unknown length (HTTP
+// Transfer-Encoding: chunked, as live encoders send it; S3 itself answers
+// 411) is admitted and bounded as it streams (boundedBody): the same
+// limits then stop it at the first byte past them. The caller reads the
+// returned body instead of rq.body and calls release when the request
+// ends.
+func (s *Server) admitUpload(rq *request) (body io.Reader, release func(), err error) {
+	if rq.contentLength < 0 {
+		space := &spaceLease{reserve: s.store.Reserve}
+		return &boundedBody{src: rq.body, max: s.cfg.MaxObjectSize, tooLarge: errEntityTooLarge, space: space}, space.release, nil
 	}
-	return s.store.Reserve(rq.contentLength)
+	if rq.contentLength > s.cfg.MaxObjectSize {
+		return nil, nil, errEntityTooLarge
+	}
+	release, err = s.store.Reserve(rq.contentLength)
+	return rq.body, release, err
 }
+
+// uploadContext is the context of an upload's store call: the request's,
+// except that it is not canceled when the client's connection closes. A
+// client that hangs up in the middle of its body still fails the upload —
+// its next read reports the cut body, and nothing is stored —, while one
+// that sent its whole body and closed the connection without waiting for
+// the answer, as ffmpeg's HLS muxer does with every segment it PUTs, has
+// its complete, verified object stored instead of discarded half way.
+func uploadContext(rq *request) context.Context { return context.WithoutCancel(rq.Context()) }
 
 // putObject stores the body in one pass: the s3auth body (signature,
 // aws-chunked framing) feeds the checksum reader (MD5 for the ETag, the
@@ -45,7 +61,7 @@ func (s *Server) putObject(rq *request) error {
 	if err := refuseEncryption(rq.Header); err != nil {
 		return err
 	}
-	release, err := s.admitUpload(rq)
+	body, release, err := s.admitUpload(rq)
 	if err != nil {
 		return err
 	}
@@ -62,8 +78,8 @@ func (s *Server) putObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	cr := checksum.NewReader(rq.body, exp, checksum.Default)
-	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
+	cr := checksum.NewReader(body, exp, checksum.Default)
+	stored, err := s.store.PutObject(uploadContext(rq), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
 		Body:   &uploadBody{src: cr, want: rq.contentLength},
 		Object: obj,
@@ -238,6 +254,9 @@ func (s *Server) writeReadHeaders(rq *request, obj *meta.Object, r byteRange, pa
 	h := rq.w.Header()
 	writeObjectHeaders(h, obj)
 	writeExpiration(h, rq.bucketRec, obj)
+	if s.cfg.MediaHeaders {
+		writeMediaHeaders(h, obj)
+	}
 	// Overrides are validated before any header a failure must not carry.
 	if err := applyResponseOverrides(rq); err != nil {
 		return err

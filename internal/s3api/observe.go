@@ -16,11 +16,24 @@ type RequestInfo struct {
 	Method    string
 	Path      string
 	Status    int
-	BytesIn   int64 // request body bytes, as declared (-1: unknown)
+	BytesIn   int64 // request body bytes: as declared, or as read for a body of unknown length
 	BytesOut  int64 // response body bytes written
 	Duration  time.Duration
 	AccessKey string
 	Remote    string
+}
+
+// countingBody counts the bytes read from a request body of unknown
+// length (Transfer-Encoding: chunked), whose size nothing declares.
+type countingBody struct {
+	io.ReadCloser
+	n int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	return n, err
 }
 
 // countingWriter counts response body bytes; it keeps the sendfile path
@@ -51,11 +64,14 @@ func (w *countingWriter) ReadFrom(r io.Reader) (int64, error) {
 func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // observe reports a finished request to Config.Observe.
-func (s *Server) observe(rq *request, cw *countingWriter, start time.Time) {
+func (s *Server) observe(rq *request, cw *countingWriter, body *countingBody, start time.Time) {
 	info := RequestInfo{
 		ID: rq.id, Method: rq.Method, Path: rq.URL.Path, Status: rq.w.status,
 		BytesIn: rq.Request.ContentLength, BytesOut: cw.n, Duration: time.Since(start),
 		AccessKey: rq.accessKey, Remote: rq.RemoteAddr,
+	}
+	if body != nil {
+		info.BytesIn = body.n
 	}
 	if rq.op != nil {
 		info.Operation = rq.op.name

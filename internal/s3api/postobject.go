@@ -97,7 +97,7 @@ func (s *Server) postObject(rq *request) error {
 	}
 	obj := &meta.Object{Owner: owner, Tags: tags, Grants: grants}
 	a.toObject(obj)
-	limited := &postFile{src: file.body, max: s.cfg.MaxObjectSize, tooLarge: errEntityTooLarge}
+	limited := &boundedBody{src: file.body, max: s.cfg.MaxObjectSize, tooLarge: errEntityTooLarge}
 	if policy.MaxLength >= 0 && policy.MaxLength < limited.max {
 		limited.max, limited.tooLarge = policy.MaxLength, policy.CheckLength(policy.MaxLength+1)
 	}
@@ -210,73 +210,6 @@ func readPostForm(rq *request) (map[string]string, *formFile, error) {
 			return nil, nil, errMaxPostPreData
 		}
 		fields[name] = string(value)
-	}
-}
-
-// postFile bounds a POST's file as it streams: a read that passes max
-// returns tooLarge, and one the free-space reserve has no room for returns
-// that error, in both cases without its bytes, so they never reach the
-// store.
-type postFile struct {
-	src      io.Reader
-	max      int64
-	tooLarge error
-	space    *spaceLease
-	got      int64
-}
-
-func (f *postFile) Read(p []byte) (int, error) {
-	if f.got > f.max {
-		return 0, f.tooLarge
-	}
-	// Read at most one byte past max: enough to tell the file is too long.
-	if room := f.max + 1 - f.got; int64(len(p)) > room {
-		p = p[:room]
-	}
-	n, err := f.src.Read(p)
-	f.got += int64(n)
-	if f.got > f.max {
-		return 0, f.tooLarge
-	}
-	if serr := f.space.take(int64(n)); serr != nil {
-		return 0, serr
-	}
-	f.space.use(int64(n))
-	return n, err
-}
-
-// spaceLease holds free-space reservations (objstore.Store.Reserve) ahead
-// of the bytes a body delivers, taken in steps as the body grows, and
-// releases them all when the request ends.
-type spaceLease struct {
-	reserve  func(int64) (func(), error)
-	ahead    int64 // reserved and not yet used
-	releases []func()
-}
-
-// spaceLeaseStep is how much more a lease reserves when it runs out.
-const spaceLeaseStep = 8 << 20
-
-// take makes sure n more bytes are reserved.
-func (l *spaceLease) take(n int64) error {
-	if n <= l.ahead {
-		return nil
-	}
-	size := max(n-l.ahead, spaceLeaseStep)
-	release, err := l.reserve(size)
-	if err != nil {
-		return err
-	}
-	l.releases = append(l.releases, release)
-	l.ahead += size
-	return nil
-}
-
-func (l *spaceLease) use(n int64) { l.ahead -= n }
-
-func (l *spaceLease) release() {
-	for _, release := range l.releases {
-		release()
 	}
 }
 

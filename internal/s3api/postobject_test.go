@@ -235,13 +235,8 @@ func TestPostObjectSizeStreams(t *testing.T) {
 // (the real one changes as other processes write) and the metadata lives
 // in memory (no report), so the room above the reserve is exact.
 func TestPostObjectFreeSpaceReserve(t *testing.T) {
-	const free, room = 1 << 30, 16 << 20
-	e := newEnvStore(t, func(o *objstore.Options) {
-		o.FS = fixedFreeFS{FS: vfs.Default, free: free}
-		o.MetaFS = pvfs.NewMem()
-		o.MinFreeBytes = free - room
-	})
-	e.mustCreatePublicBucket("open", types.BucketCannedACLPublicReadWrite)
+	const room = 16 << 20
+	e := newRoomEnv(t, room)
 	before := e.store.Blob().Stats().BytesAppended
 	resp, body := e.postForm(e.ts.URL+"/open", "", []formField{{"key", "full"}}, zeros(4*room), true)
 	wantXMLError(t, resp, body, http.StatusInsufficientStorage, "InsufficientStorage")
@@ -253,6 +248,21 @@ func TestPostObjectFreeSpaceReserve(t *testing.T) {
 	if resp, body := e.postForm(e.ts.URL+"/open", "", []formField{{"key", "fits"}}, zeros(room/4), true); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("POST within the room: %d %s", resp.StatusCode, body)
 	}
+}
+
+// newRoomEnv is an environment whose disks have exactly room bytes above
+// the free-space reserve, with a public-read-write bucket "open": the
+// segment disk reports a fixed free space (the real one changes as other
+// processes write) and the metadata lives in memory (no report).
+func newRoomEnv(t *testing.T, room int64) *testEnv {
+	const free = 1 << 30
+	e := newEnvStore(t, func(o *objstore.Options) {
+		o.FS = fixedFreeFS{FS: vfs.Default, free: free}
+		o.MetaFS = pvfs.NewMem()
+		o.MinFreeBytes = free - room
+	})
+	e.mustCreatePublicBucket("open", types.BucketCannedACLPublicReadWrite)
+	return e
 }
 
 // fixedFreeFS is the real disk reporting a fixed free space.

@@ -54,6 +54,11 @@ type Config struct {
 	// MaxObjectSize is the largest single PUT, part or POST file (default
 	// 5 GiB, as AWS). Tests may lower it.
 	MaxObjectSize int64
+	// MediaHeaders serves objects stored without a Content-Type (or with a
+	// generic one) with the type of their key's extension (.m3u8, .ts,
+	// .m4s, ...), and playlists without a Cache-Control with "no-cache":
+	// see media.go. Off, objects are served with what was stored.
+	MediaHeaders bool
 	// Now returns the current time (default time.Now); the verifier uses it
 	// for request skew and presign expiry.
 	Now    func() time.Time
@@ -177,14 +182,19 @@ func (s *Server) newRequestID() string {
 // its operation. Every failure, a panic included, ends as S3 error XML.
 func (s *Server) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	var counted *countingWriter
+	var body *countingBody
 	if s.cfg.Observe != nil {
 		counted = &countingWriter{ResponseWriter: hw}
 		hw = counted
+		if r.ContentLength < 0 && r.Body != nil {
+			body = &countingBody{ReadCloser: r.Body}
+			r.Body = body
+		}
 	}
 	w := &responseWriter{ResponseWriter: hw}
 	rq := &request{Request: r, w: w, id: s.newRequestID(), contentLength: r.ContentLength}
 	if counted != nil {
-		defer s.observe(rq, counted, time.Now())
+		defer s.observe(rq, counted, body, time.Now())
 	}
 	h := w.Header()
 	h.Set("x-amz-request-id", rq.id)

@@ -44,6 +44,10 @@ type Config struct {
 	SegmentSize          int64 // default blob's (1 GiB)
 	Logger               *slog.Logger
 	AccessLog            bool // log every request at info level
+	// MediaHeaders serves media objects stored without a Content-Type by
+	// their extension's type, and playlists with Cache-Control: no-cache
+	// (s3api.Config.MediaHeaders; docs/HLS.md).
+	MediaHeaders bool
 
 	// AdminAddress is the admin listener (API, /metrics, health, pprof);
 	// "" disables it. AdminToken is its bearer token (default: generated
@@ -257,7 +261,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		}
 	}
 	api := s3api.New(store, s3api.Config{Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Directory: users.dir,
-		Logger: cfg.Logger, Observe: observe})
+		MediaHeaders: cfg.MediaHeaders, Logger: cfg.Logger, Observe: observe})
 
 	var ready atomic.Bool
 	passCtx, cancelPasses := context.WithCancel(context.Background())

@@ -104,6 +104,7 @@ func Settings() []Setting {
 		{"region", "us-east-1", "region", str(func(c *Config) *string { return &c.Region })},
 		{"regions", "", "further region names accepted as a bucket's LocationConstraint and in request signatures, comma separated (clients configured for another region work unchanged)", list(func(c *Config) *[]string { return &c.Regions }, false)},
 		{"domain", "", "base domain(s) of virtual-host-style requests, comma separated", list(func(c *Config) *[]string { return &c.Domains }, true)},
+		{"media-headers", "true", "serve objects stored without a Content-Type (or a generic one) with the type of their extension (.m3u8, .ts, .m4s, .mp4, .vtt, .aac, ...) and playlists (.m3u8, .mpd) without a Cache-Control with no-cache (docs/HLS.md)", boolean(func(c *Config) *bool { return &c.MediaHeaders })},
 		{"fsync", "batch", "durability: batch (group commit), always, none (benchmarks only)", func(c *Config, _ *Output, v string) error {
 			p, err := blob.ParseSyncPolicy(v)
 			c.Sync = p

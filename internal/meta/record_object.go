@@ -3,7 +3,7 @@ package meta
 // objectFormat is the format version of the object record:
 //
 //	+-----------------------+
-//	| 0x01 or 0x02          |  byte, format version
+//	| 0x01, 0x02 or 0x03    |  byte, format version
 //	| version               |  uvarint
 //	| size                  |  varint
 //	| etag                  |  string
@@ -27,24 +27,61 @@ package meta
 //	|   checksum            |    string
 //	| extents               |  uvarint count, then extent each
 //	| owner                 |  string
-//	| inline payload        |  bytes; format 2 only
+//	| inline payload        |  bytes; formats 2 and 3 (nil: none)
+//	| version flags         |  uvarint; format 3 only: 1 versioned (not
+//	|                       |  the null version), 2 delete marker,
+//	|                       |  4 legal hold
+//	| lock mode             |  string; format 3 only
+//	| retain until          |  time; format 3 only
 //	+-----------------------+
 //
 // Format 2 is format 1 plus the payload of an object small enough to live
 // in its record (Object.Inline). Records without one are written as format
 // 1, so stores written before format 2 existed read back unchanged.
+// Format 3 adds the versioning and Object Lock fields; it is written only
+// for records that carry one (a version of a versioned bucket, a delete
+// marker, a locked version), so a bucket that never enabled versioning
+// writes formats 1 and 2 exactly as before, and records written before
+// format 3 read as null versions without a lock.
 // Bucket and key are the pebble key ("o" bucket 0x00 key). An object of one
 // extent, an etag, a content type and a time takes about 80 bytes; with
 // two user-metadata pairs, cache-control, expiry and a checksum, 176.
 const (
-	objectFormat       = 1
-	objectFormatInline = 2
+	objectFormat          = 1
+	objectFormatInline    = 2
+	objectFormatVersioned = 3
 )
+
+// Bits of the version flags of format 3.
+const (
+	flagVersioned    = 1
+	flagDeleteMarker = 2
+	flagLegalHold    = 4
+	flagsKnown       = flagVersioned | flagDeleteMarker | flagLegalHold
+)
+
+func versionFlags(o *Object) uint64 {
+	var f uint64
+	if o.Versioned {
+		f |= flagVersioned
+	}
+	if o.DeleteMarker {
+		f |= flagDeleteMarker
+	}
+	if o.LegalHold {
+		f |= flagLegalHold
+	}
+	return f
+}
 
 func encodeObject(o *Object) []byte {
 	e := encoder{buf: make([]byte, 0, 128+16*len(o.Extents)+48*len(o.Parts)+len(o.Inline))}
 	format := byte(objectFormat)
-	if o.Inline != nil {
+	flags := versionFlags(o)
+	switch {
+	case flags != 0 || o.LockMode != "" || !o.RetainUntil.IsZero():
+		format = objectFormatVersioned
+	case o.Inline != nil:
 		format = objectFormatInline
 	}
 	e.byte1(format)
@@ -65,8 +102,13 @@ func encodeObject(o *Object) []byte {
 	}
 	e.extents(o.Extents)
 	e.str(o.Owner)
-	if format == objectFormatInline {
+	if format != objectFormat {
 		e.bytes(o.Inline)
+	}
+	if format == objectFormatVersioned {
+		e.uvarint(flags)
+		e.str(o.LockMode)
+		e.time(o.RetainUntil)
 	}
 	return e.buf
 }
@@ -75,7 +117,7 @@ func encodeObject(o *Object) []byte {
 // payload is checked for length but not copied (see Object.Inline).
 func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, error) {
 	d := decoder{buf: value}
-	format := d.version("object", objectFormat, objectFormatInline)
+	format := d.version("object", objectFormat, objectFormatInline, objectFormatVersioned)
 	o := &Object{Bucket: bucket, Key: key}
 	o.Version = d.uvarint()
 	o.Size = d.varint()
@@ -97,7 +139,7 @@ func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, 
 	}
 	o.Extents = d.extents()
 	o.Owner = d.str()
-	if format == objectFormatInline {
+	if format != objectFormat {
 		n := int64(-1)
 		if withPayload {
 			if o.Inline = d.bytes(); o.Inline != nil {
@@ -105,11 +147,23 @@ func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, 
 			}
 		} else {
 			n = d.skipBytes()
-			o.payloadOmitted = true
+			o.payloadOmitted = n >= 0
 		}
-		if d.err == nil && (n != o.Size || len(o.Extents) != 0) {
+		if d.err == nil && n >= 0 && (n != o.Size || len(o.Extents) != 0) {
 			d.fail("inline payload")
 		}
+		if d.err == nil && format == objectFormatInline && n < 0 {
+			d.fail("inline payload")
+		}
+	}
+	if format == objectFormatVersioned {
+		flags := d.uvarint()
+		if flags&^flagsKnown != 0 {
+			d.fail("version flags")
+		}
+		o.Versioned, o.DeleteMarker, o.LegalHold = flags&flagVersioned != 0, flags&flagDeleteMarker != 0, flags&flagLegalHold != 0
+		o.LockMode = d.str()
+		o.RetainUntil = d.time()
 	}
 	if err := d.finish("object " + bucket + "/" + key); err != nil {
 		return nil, err

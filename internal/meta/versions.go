@@ -128,8 +128,17 @@ func getVersion(r pebble.Reader, bucket, key string, version uint64) (*Object, e
 // newest first, with its inline payload, until fn returns false or an
 // error. It reads one snapshot. Its cost is the number of versions read.
 func (db *DB) KeyVersions(bucket, key string, fn func(*Object) (bool, error)) error {
+	return keyVersions(db.pdb, bucket, key, fn)
+}
+
+// KeyVersions is DB.KeyVersions as of the view.
+func (v *View) KeyVersions(bucket, key string, fn func(*Object) (bool, error)) error {
+	return keyVersions(v.snap, bucket, key, fn)
+}
+
+func keyVersions(r pebble.Reader, bucket, key string, fn func(*Object) (bool, error)) error {
 	prefix := versionKeyPrefix(bucket, key)
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
 	if err != nil {
 		return fmt.Errorf("versions of %q/%q: %w", bucket, key, err)
 	}

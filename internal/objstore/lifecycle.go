@@ -255,6 +255,11 @@ func (s *Store) sweep(ctx context.Context, res *LifecycleResult) error {
 		if err != nil {
 			return fmt.Errorf("lifecycle sweep of bucket %s: %w", b.Name, err)
 		}
+		if b.Versioning != "" && conf.HasVersionActions() {
+			if err := s.sweepVersions(ctx, b.Name, conf, res); err != nil {
+				return fmt.Errorf("lifecycle sweep of versions in bucket %s: %w", b.Name, err)
+			}
+		}
 		if !conf.HasActions() {
 			continue
 		}
@@ -324,22 +329,55 @@ func (s *Store) sweepObject(ctx context.Context, conf *lifecycle.Configuration, 
 			return err
 		}
 	}
-	unlock := s.lockKey(seen.Bucket, seen.Key)
-	defer unlock()
+	// A versioned bucket expires its current version with a delete marker,
+	// whose version is reserved before any lock is taken.
+	var marker uint64
+	if bk, err := s.GetBucket(seen.Bucket); err == nil && bk.Versioning != "" && due {
+		if marker, err = s.meta.NextVersion(); err != nil {
+			return fmt.Errorf("reserve version: %w", err)
+		}
+	}
+	err := s.withBucket(seen.Bucket, func(b *meta.Bucket) error {
+		unlock := s.lockKey(seen.Bucket, seen.Key)
+		defer unlock()
+		return s.sweepObjectLocked(b, seen, marker, res)
+	})
+	if errors.Is(err, ErrNoSuchBucket) {
+		return nil
+	}
+	return err
+}
+
+// sweepObjectLocked is the decision of sweepObject, made under the bucket
+// lock (shared) and the key lock.
+func (s *Store) sweepObjectLocked(b *meta.Bucket, seen *meta.Object, marker uint64, res *LifecycleResult) error {
 	cur, err := s.currentObject(seen.Bucket, seen.Key)
 	if err != nil || cur == nil || cur.Version != seen.Version {
 		return err // gone or rewritten since the scan: the writer stamped it
 	}
 	// The rules may have changed since the scan read them.
-	b, err := s.GetBucket(cur.Bucket)
-	if err != nil {
-		return nil
-	}
-	want = s.expiryOf(s.rulesOf(b), cur)
+	want := s.expiryOf(s.rulesOf(b), cur)
 	batch := s.meta.NewBatch()
 	defer batch.Close()
 	counts := map[uint64]int64{}
+	if !want.IsZero() && !s.now().Before(want) && b.Versioning != "" {
+		if marker == 0 {
+			return nil // the rules changed since the scan; the next pass decides
+		}
+		if _, err := s.addDeleteMarker(b, cur.Key, marker); err != nil {
+			if errors.Is(err, ErrObjectLocked) {
+				return nil // a locked null version stays until its retention ends
+			}
+			return fmt.Errorf("expire %s/%s: %w", cur.Bucket, cur.Key, err)
+		}
+		res.Expired++
+		s.lc.expired.Add(1)
+		return nil
+	}
 	if !want.IsZero() && !s.now().Before(want) {
+		if s.checkRemovable(cur, false) != nil {
+			return nil // locked: lifecycle never removes it before its time
+		}
 		batch.DeleteObject(cur.Bucket, cur.Key)
 		addDead(batch, cur.Extents, counts)
 		if err := batch.Commit(); err != nil {

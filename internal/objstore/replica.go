@@ -153,6 +153,9 @@ func (s *Store) ApplyDeleteObject(bucket, key string, stamp uint64) (*meta.Objec
 	defer b.Close()
 	counts := map[uint64]int64{}
 	if cur != nil {
+		if err := s.checkRemovable(cur, false); err != nil {
+			return nil, err
+		}
 		b.DeleteObject(bucket, key)
 		addDead(b, cur.Extents, counts)
 	}

@@ -157,7 +157,7 @@ func (s *Server) putBucketACL(rq *request) error {
 
 // getObjectACL reports the object as governed by its bucket's ACL.
 func (s *Server) getObjectACL(rq *request) error {
-	obj, err := s.store.HeadObject(rq.bucket, rq.key)
+	obj, err := s.versionOrCurrent(rq)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (s *Server) getObjectACL(rq *request) error {
 }
 
 func (s *Server) putObjectACL(rq *request) error {
-	obj, err := s.store.HeadObject(rq.bucket, rq.key)
+	obj, err := s.versionOrCurrent(rq)
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,17 @@ func (s *Server) createBucket(rq *request) error {
 	if hasGrantHeaders(rq.Header) {
 		return errNotImplemented.withMessage("Only canned ACLs are supported")
 	}
-	_, err = s.store.CreateBucket(&meta.Bucket{Name: rq.bucket, Owner: rq.accessKey, Region: region, ACL: acl})
+	bk := &meta.Bucket{Name: rq.bucket, Owner: rq.accessKey, Region: region, ACL: acl}
+	switch strings.ToLower(rq.Header.Get("x-amz-bucket-object-lock-enabled")) {
+	case "":
+	case "true":
+		// Object Lock needs versions, for good.
+		bk.ObjectLock, bk.Versioning = true, meta.VersioningEnabled
+	case "false":
+	default:
+		return errInvalidArgument.withMessage("x-amz-bucket-object-lock-enabled must be true or false")
+	}
+	_, err = s.store.CreateBucket(bk)
 	var existing *meta.Bucket
 	if errors.Is(err, objstore.ErrBucketExists) {
 		existing, _ = s.store.GetBucket(rq.bucket)
@@ -136,35 +146,6 @@ func (s *Server) bucketRegion(b *meta.Bucket) string {
 		return s.cfg.Region
 	}
 	return b.Region
-}
-
-type versioningConfiguration struct {
-	XMLName   xml.Name `xml:"VersioningConfiguration"`
-	Xmlns     string   `xml:"xmlns,attr,omitempty"`
-	Status    string   `xml:",omitempty"`
-	MfaDelete string   `xml:",omitempty"`
-}
-
-// Buckets are never versioned: GetBucketVersioning reports the empty
-// (never enabled) status.
-func (s *Server) getBucketVersioning(rq *request) error {
-	return writeXML(rq, versioningConfiguration{Xmlns: s3Namespace})
-}
-
-// putBucketVersioning accepts "Suspended" (what an unversioned bucket
-// behaves as) and refuses to enable versioning.
-func (s *Server) putBucketVersioning(rq *request) error {
-	var conf versioningConfiguration
-	if _, err := readXML(rq, &conf, false); err != nil {
-		return err
-	}
-	switch conf.Status {
-	case "Suspended":
-		return writeEmpty(rq, http.StatusOK)
-	case "Enabled":
-		return errNotImplemented.withMessage("Bucket versioning is not supported")
-	}
-	return errIllegalVersioningState
 }
 
 func (s *Server) getBucketPolicy(rq *request) error {

@@ -39,10 +39,10 @@ type operation struct {
 // plain GET or PUT of the bucket or object.
 var unsupported = []string{
 	"accelerate", "analytics", "encryption", "intelligent-tiering", "inventory",
-	"logging", "metrics", "notification", "object-lock", "ownershipControls",
+	"logging", "metrics", "notification", "ownershipControls",
 	"policyStatus", "publicAccessBlock", "replication", "requestPayment",
-	"website", "legal-hold", "retention", "torrent", "restore", "select",
-	"attributes", "versions", "metadataTable", "session",
+	"website", "torrent", "restore", "select",
+	"attributes", "metadataTable", "session",
 }
 
 // route resolves bucket, key and operation from the host, path, method
@@ -80,11 +80,10 @@ func (s *Server) route(rq *request) error {
 	case rq.key == "":
 		rq.op = routeBucket(rq)
 	default:
-		// Buckets are never versioned: the only version an object has is
-		// "null". Any other versionId must fail, not act on the current
+		// A malformed versionId must fail, never act on the current
 		// object (a DELETE would otherwise remove it).
-		if v, ok := rq.query["versionId"]; ok && (len(v) != 1 || v[0] != "null") {
-			return errInvalidVersionID
+		if _, err := versionParam(rq); err != nil {
+			return err
 		}
 		rq.op = routeObject(rq)
 	}
@@ -159,6 +158,10 @@ func routeBucket(rq *request) *operation {
 			return &opGetBucketACL
 		case q.Has("versioning"):
 			return &opGetBucketVersioning
+		case q.Has("versions"):
+			return &opListObjectVersions
+		case q.Has("object-lock"):
+			return &opGetObjectLockConfiguration
 		case q.Has("policy"):
 			return &opGetBucketPolicy
 		case q.Has("uploads"):
@@ -183,6 +186,8 @@ func routeBucket(rq *request) *operation {
 			return &opPutBucketACL
 		case q.Has("versioning"):
 			return &opPutBucketVersioning
+		case q.Has("object-lock"):
+			return &opPutObjectLockConfiguration
 		case q.Has("policy"):
 			return &opNotImplemented
 		}
@@ -222,6 +227,10 @@ func routeObject(rq *request) *operation {
 			return &opGetObjectTagging
 		case q.Has("acl"):
 			return &opGetObjectACL
+		case q.Has("retention"):
+			return &opGetObjectRetention
+		case q.Has("legal-hold"):
+			return &opGetObjectLegalHold
 		}
 		return &opGetObject
 	case http.MethodHead:
@@ -237,6 +246,10 @@ func routeObject(rq *request) *operation {
 			return &opPutObjectTagging
 		case q.Has("acl"):
 			return &opPutObjectACL
+		case q.Has("retention"):
+			return &opPutObjectRetention
+		case q.Has("legal-hold"):
+			return &opPutObjectLegalHold
 		case rq.Header.Get("x-amz-copy-source") != "":
 			return &opCopyObject
 		}

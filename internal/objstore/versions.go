@@ -45,10 +45,10 @@ import (
 
 // Errors of versioned operations.
 var (
-	ErrNoSuchVersion     = errors.New("objstore: no such version")
-	ErrInvalidVersionID  = errors.New("objstore: invalid version id")
-	ErrObjectLocked      = errors.New("objstore: object version is locked")
-	ErrDeleteMarker      = errors.New("objstore: the version is a delete marker")
+	ErrNoSuchVersion      = errors.New("objstore: no such version")
+	ErrInvalidVersionID   = errors.New("objstore: invalid version id")
+	ErrObjectLocked       = errors.New("objstore: object version is locked")
+	ErrDeleteMarker       = errors.New("objstore: the version is a delete marker")
 	ErrInvalidBucketState = errors.New("objstore: invalid bucket state")
 )
 

@@ -361,3 +361,113 @@ func TestListObjectVersionsPagesThousands(t *testing.T) {
 }
 
 func head(s []string) []string { return s[:min(len(s), 3)] }
+
+// Operations addressed to one version: CopyObject from a source version,
+// tagging and ACL of a version, HEAD of a delete marker, DeleteObjects
+// with version IDs, and a multipart completion creating a version.
+func TestOperationsByVersionID(t *testing.T) {
+	e := newEnv(t)
+	c := e.root()
+	ctx := context.Background()
+	e.mustCreateBucket("byver")
+	if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("byver"),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	putV := func(key, body string) string {
+		out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("byver"), Key: aws.String(key), Body: strings.NewReader(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.VersionId)
+	}
+	v1, v2 := putV("k", "one"), putV("k", "two")
+
+	cp, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("byver"), Key: aws.String("copy"), CopySource: aws.String("byver/k?versionId=" + v1)})
+	if err != nil || aws.ToString(cp.CopySourceVersionId) != v1 || aws.ToString(cp.VersionId) == "" {
+		t.Fatalf("copy of version 1: %+v %v", cp, err)
+	}
+	if got := string(e.mustGet("byver", "copy")); got != "one" {
+		t.Fatalf("copy of version 1 holds %q", got)
+	}
+	// The same key from an older version of itself: allowed (it restores it).
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("byver"), Key: aws.String("k"), CopySource: aws.String("byver/k?versionId=" + v1)}); err != nil {
+		t.Fatalf("restore version 1 by copy: %v", err)
+	}
+	if got := string(e.mustGet("byver", "k")); got != "one" {
+		t.Fatalf("restored %q", got)
+	}
+
+	if _, err := c.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: aws.String(v2),
+		Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String("state"), Value: aws.String("old")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	tags, err := c.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: aws.String(v2)})
+	if err != nil || len(tags.TagSet) != 1 || aws.ToString(tags.VersionId) != v2 {
+		t.Fatalf("tags of version 2: %+v %v", tags, err)
+	}
+	if cur, err := c.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String("byver"), Key: aws.String("k")}); err != nil || len(cur.TagSet) != 0 {
+		t.Fatalf("the current version got version 2's tags: %+v %v", cur, err)
+	}
+	if _, err := c.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: aws.String(v1)}); err != nil {
+		t.Fatalf("ACL of version 1: %v", err)
+	}
+	_, err = c.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: aws.String("00000000000fffff")})
+	wantCode(t, err, "NoSuchVersion")
+
+	del, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("byver"), Key: aws.String("k")})
+	if err != nil || !aws.ToBool(del.DeleteMarker) {
+		t.Fatalf("delete: %+v %v", del, err)
+	}
+	_, err = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: del.VersionId})
+	var re *awshttp.ResponseError
+	if !errors.As(err, &re) || re.Response.StatusCode != 405 || re.Response.Header.Get("x-amz-delete-marker") != "true" {
+		t.Fatalf("HEAD of a delete marker: %v", err)
+	}
+	_, err = c.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: del.VersionId,
+		Tagging: &types.Tagging{TagSet: []types.Tag{}}})
+	wantCode(t, err, "MethodNotAllowed")
+
+	out, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String("byver"), Delete: &types.Delete{Objects: []types.ObjectIdentifier{
+		{Key: aws.String("k"), VersionId: del.VersionId}, {Key: aws.String("k"), VersionId: aws.String(v2)}, {Key: aws.String("copy")}}}})
+	if err != nil || len(out.Deleted) != 3 || len(out.Errors) != 0 {
+		t.Fatalf("delete objects: %+v %v", out, err)
+	}
+	for _, d := range out.Deleted {
+		switch {
+		case aws.ToString(d.VersionId) == aws.ToString(del.VersionId) && !aws.ToBool(d.DeleteMarker):
+			t.Errorf("removing a marker is reported without DeleteMarker: %+v", d)
+		case aws.ToString(d.Key) == "copy" && (!aws.ToBool(d.DeleteMarker) || aws.ToString(d.DeleteMarkerVersionId) == ""):
+			t.Errorf("a new marker is reported without its version: %+v", d)
+		}
+	}
+	// With its marker gone, k's newest version (the restore) is current.
+	if got := string(e.mustGet("byver", "k")); got != "one" {
+		t.Fatalf("after removing the marker: %q", got)
+	}
+
+	// A multipart completion is a new version.
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("byver"), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("byver"), Key: aws.String("k"), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: strings.NewReader("multi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("byver"), Key: aws.String("k"), UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: part.ETag, PartNumber: aws.Int32(1)}}}})
+	if err != nil || aws.ToString(done.VersionId) == "" {
+		t.Fatalf("complete: %+v %v", done, err)
+	}
+	got, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: aws.String(v1)})
+	if err != nil {
+		t.Fatalf("version 1 after the multipart version: %v", err)
+	}
+	body, _ := io.ReadAll(got.Body)
+	got.Body.Close()
+	if string(body) != "one" {
+		t.Fatalf("version 1 holds %q", body)
+	}
+}

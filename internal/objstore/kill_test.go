@@ -186,15 +186,7 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 // killChild writes until killed. Each key belongs to one goroutine, so at
 // most one operation per key is in flight.
 func killChild(dir string) {
-	s, err := Open(killOptions(dir))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "child open:", err)
-		os.Exit(2)
-	}
-	if _, err := s.CreateBucket(bucketRecord("b")); err != nil && !errors.Is(err, ErrBucketExists) {
-		fmt.Fprintln(os.Stderr, "child bucket:", err)
-		os.Exit(2)
-	}
+	s := openKillChild(dir)
 	s.StartVacuum(20 * time.Millisecond)
 	round := atoi(os.Getenv("B3_KILL_ROUND"))
 	var out sync.Mutex
@@ -252,6 +244,21 @@ func killChild(dir string) {
 		}()
 	}
 	wg.Wait()
+}
+
+// openKillChild opens a kill test child's store with its bucket "b"; a
+// failure ends the child.
+func openKillChild(dir string) *Store {
+	s, err := Open(killOptions(dir))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child open:", err)
+		os.Exit(2)
+	}
+	if _, err := s.CreateBucket(bucketRecord("b")); err != nil && !errors.Is(err, ErrBucketExists) {
+		fmt.Fprintln(os.Stderr, "child bucket:", err)
+		os.Exit(2)
+	}
+	return s
 }
 
 // killKey names writer w's i-th key. Each third key extends the one before

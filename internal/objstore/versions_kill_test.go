@@ -3,7 +3,6 @@ package objstore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -224,15 +223,7 @@ func matchVersionBytes(t *testing.T, s *Store, key, id string, candidates []vkVe
 // versionedKillChild writes until killed; each key belongs to one
 // goroutine, so at most one operation per key is in flight.
 func versionedKillChild(dir string) {
-	s, err := Open(killOptions(dir))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "child open:", err)
-		os.Exit(2)
-	}
-	if _, err := s.CreateBucket(bucketRecord("b")); err != nil && !errors.Is(err, ErrBucketExists) {
-		fmt.Fprintln(os.Stderr, "child bucket:", err)
-		os.Exit(2)
-	}
+	s := openKillChild(dir)
 	fail := func(what string, err error) {
 		fmt.Fprintln(os.Stderr, "child", what+":", err)
 		os.Exit(3)

@@ -21,22 +21,10 @@ func BenchmarkPutGet(b *testing.B) {
 			c := e.root()
 			e.mustCreateBucket("bench")
 			body := randomBytes(size, 1)
-			ctx := context.Background()
 			b.SetBytes(int64(2 * size))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				key := fmt.Sprintf("k%d", i)
-				if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bench"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
-					b.Fatal(err)
-				}
-				out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bench"), Key: aws.String(key)})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.Copy(io.Discard, out.Body); err != nil {
-					b.Fatal(err)
-				}
-				out.Body.Close()
+				putGet(b, c, fmt.Sprintf("k%d", i), body)
 			}
 		})
 	}
@@ -88,21 +76,26 @@ func BenchmarkPutGetVersioning(b *testing.B) {
 				b.SetBytes(int64(2 * size))
 				i := 0
 				for b.Loop() {
-					key := fmt.Sprintf("k%d", i%100)
+					putGet(b, c, fmt.Sprintf("k%d", i%100), body)
 					i++
-					if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bench"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
-						b.Fatal(err)
-					}
-					out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bench"), Key: aws.String(key)})
-					if err != nil {
-						b.Fatal(err)
-					}
-					if _, err := io.Copy(io.Discard, out.Body); err != nil {
-						b.Fatal(err)
-					}
-					out.Body.Close()
 				}
 			})
 		}
 	}
+}
+
+// putGet PUTs body as key of bucket "bench" and GETs it back.
+func putGet(b *testing.B, c *s3.Client, key string, body []byte) {
+	ctx := context.Background()
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bench"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+		b.Fatal(err)
+	}
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bench"), Key: aws.String(key)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, out.Body); err != nil {
+		b.Fatal(err)
+	}
+	out.Body.Close()
 }

@@ -283,10 +283,7 @@ func TestListObjectVersionsPagesThousands(t *testing.T) {
 	c := e.root()
 	ctx := context.Background()
 	e.mustCreateBucket("many")
-	if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("many"),
-		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
-		t.Fatal(err)
-	}
+	e.enableVersioning("many")
 	want := map[string][]string{} // key -> version IDs, oldest first
 	keys := []string{"cam/1.ts", "cam/2.ts", "index.m3u8", "z"}
 	for i := range 2400 {
@@ -370,10 +367,7 @@ func TestOperationsByVersionID(t *testing.T) {
 	c := e.root()
 	ctx := context.Background()
 	e.mustCreateBucket("byver")
-	if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("byver"),
-		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
-		t.Fatal(err)
-	}
+	e.enableVersioning("byver")
 	putV := func(key, body string) string {
 		out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("byver"), Key: aws.String(key), Body: strings.NewReader(body)})
 		if err != nil {
@@ -469,5 +463,13 @@ func TestOperationsByVersionID(t *testing.T) {
 	got.Body.Close()
 	if string(body) != "one" {
 		t.Fatalf("version 1 holds %q", body)
+	}
+}
+
+func (e *testEnv) enableVersioning(bucket string) {
+	e.t.Helper()
+	if _, err := e.root().PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		e.t.Fatal(err)
 	}
 }

@@ -140,17 +140,25 @@ func BenchmarkListObjectsPage(b *testing.B) {
 	}
 }
 
-// BenchmarkListVersionsPage lists a page of 1000 versions out of 10^6:
-// 200,000 keys of 5 versions each (one current in "o", four noncurrent or
+// BenchmarkListVersionsPage lists a page of 1000 versions out of 10^5 and
+// 10^6: keys of 5 versions each (one current in "o", four noncurrent or
 // delete markers in "v"), from a random key marker, from inside a key
-// (version marker), and with a delimiter over the 5,000 camera prefixes.
-// A page must cost the same whatever the bucket's size.
+// (version marker), and with a delimiter over the 5,000 camera prefixes
+// (1000 common prefixes: a seek in each table per prefix). A page must
+// cost about the same whatever the bucket's size.
 func BenchmarkListVersionsPage(b *testing.B) {
-	const keys, perKey = 200_000, 5
+	for _, versions := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("versions=%d", versions), func(b *testing.B) {
+			benchListVersions(b, versions/5, 5)
+		})
+	}
+}
+
+func benchListVersions(b *testing.B, keys, perKey int) {
 	db := benchDB(b)
 	for start := 0; start < keys; start += 2_000 {
 		batch := db.NewBatch()
-		for i := start; i < start+2_000; i++ {
+		for i := start; i < min(keys, start+2_000); i++ {
 			for v := range perKey {
 				o := benchObject("versions", i)
 				o.Version, o.Versioned = uint64(i*perKey+v+1), true

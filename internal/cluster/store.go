@@ -234,6 +234,9 @@ func (s *Store) UpdateObject(bucket, key string, fn func(*meta.Object) error) (*
 
 // CreateBucket creates a bucket through the log.
 func (s *Store) CreateBucket(b *meta.Bucket) (*meta.Bucket, error) {
+	if b.Versioning != "" || b.ObjectLock {
+		return nil, errVersioningUnsupported
+	}
 	unlock := s.lockBucket(b.Name)
 	defer unlock()
 	if cur, err := s.GetBucket(b.Name); err == nil {

@@ -112,5 +112,54 @@ func (c *Configuration) HasActions() bool {
 			return true
 		}
 	}
+	return c.HasVersionActions()
+}
+
+// HasVersionActions reports whether any enabled rule removes noncurrent
+// versions or expired delete markers.
+func (c *Configuration) HasVersionActions() bool {
+	if c == nil {
+		return false
+	}
+	for _, r := range c.Rules {
+		if r.Enabled && (r.NoncurrentDays > 0 || r.ExpiredObjectDeleteMarker) {
+			return true
+		}
+	}
+	return false
+}
+
+// NoncurrentExpiry returns when the configuration removes a noncurrent
+// version o that became noncurrent at since and has newer noncurrent
+// versions newer than itself (zero: never). A rule with
+// NewerNoncurrentVersions n keeps the n newest noncurrent versions.
+func (c *Configuration) NoncurrentExpiry(o Object, since time.Time, newer int, day time.Duration) time.Time {
+	if c == nil {
+		return time.Time{}
+	}
+	var best time.Time
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		if !r.Enabled || r.NoncurrentDays == 0 || newer < r.NewerNoncurrent || !r.Filter.Matches(o) {
+			continue
+		}
+		if t := after(since, r.NoncurrentDays, day); best.IsZero() || t.Before(best) {
+			best = t
+		}
+	}
+	return best
+}
+
+// ExpiresDeleteMarker reports whether the configuration removes a delete
+// marker of key that is the key's only version.
+func (c *Configuration) ExpiresDeleteMarker(key string) bool {
+	if c == nil {
+		return false
+	}
+	for _, r := range c.Rules {
+		if r.Enabled && r.ExpiredObjectDeleteMarker && strings.HasPrefix(key, r.Filter.Prefix) {
+			return true
+		}
+	}
 	return false
 }

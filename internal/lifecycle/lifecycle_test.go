@@ -33,6 +33,13 @@ func TestParseErrors(t *testing.T) {
 		{"abort with tag", `<Rule><Status>Enabled</Status><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`, "InvalidRequest"},
 		{"abort zero", `<Rule><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`, "InvalidArgument"},
 		{"transition", `<Rule><Status>Enabled</Status><Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>`, "NotImplemented"},
+		{"noncurrent", `<Rule><Status>Enabled</Status><Filter></Filter><NoncurrentVersionExpiration><NoncurrentDays>3</NoncurrentDays><NewerNoncurrentVersions>5</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`, ""},
+		{"noncurrent without days", `<Rule><Status>Enabled</Status><NoncurrentVersionExpiration><NewerNoncurrentVersions>5</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`, "MalformedXML"},
+		{"noncurrent zero days", `<Rule><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>0</NoncurrentDays></NoncurrentVersionExpiration></Rule>`, "InvalidArgument"},
+		{"noncurrent too many newer", `<Rule><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>101</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`, "InvalidArgument"},
+		{"expired delete marker", `<Rule><Status>Enabled</Status><Filter><Prefix>a</Prefix></Filter><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>`, ""},
+		{"expired delete marker not bool", `<Rule><Status>Enabled</Status><Expiration><ExpiredObjectDeleteMarker>yes</ExpiredObjectDeleteMarker></Expiration></Rule>`, "MalformedXML"},
+		{"expired delete marker with tag", `<Rule><Status>Enabled</Status><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>`, "InvalidRequest"},
 		{"long id", `<Rule><ID>` + string(make256()) + `</ID><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>`, "InvalidArgument"},
 	}
 	for _, c := range cases {
@@ -97,5 +104,40 @@ func TestExpiry(t *testing.T) {
 	var none *Configuration
 	if !none.Expiry(Object{Key: "a"}, Day).IsZero() || none.HasActions() {
 		t.Error("nil configuration acts")
+	}
+}
+
+// Noncurrent versions expire NoncurrentDays after they became noncurrent,
+// past the NewerNoncurrentVersions newest; ExpiredObjectDeleteMarker
+// follows the rule's prefix.
+func TestNoncurrentExpiry(t *testing.T) {
+	conf, err := Parse(doc(`
+<Rule><ID>keep2</ID><Status>Enabled</Status><Filter><Prefix>cam/</Prefix></Filter><NoncurrentVersionExpiration><NoncurrentDays>3</NoncurrentDays><NewerNoncurrentVersions>2</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>
+<Rule><ID>all</ID><Status>Enabled</Status><Filter><Prefix>tmp/</Prefix></Filter><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionExpiration><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name  string
+		key   string
+		newer int
+		want  time.Time
+	}{
+		{"kept among the 2 newest", "cam/a", 1, time.Time{}},
+		{"third newest", "cam/a", 2, time.Date(2024, 5, 5, 0, 0, 0, 0, time.UTC)},
+		{"no newer limit", "tmp/a", 0, time.Date(2024, 5, 3, 0, 0, 0, 0, time.UTC)},
+		{"no rule", "other", 9, time.Time{}},
+	}
+	for _, c := range cases {
+		if got := conf.NoncurrentExpiry(Object{Key: c.key}, since, c.newer, Day); !got.Equal(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !conf.ExpiresDeleteMarker("tmp/x") || conf.ExpiresDeleteMarker("cam/x") {
+		t.Error("ExpiredObjectDeleteMarker does not follow the rule's prefix")
+	}
+	if !conf.HasVersionActions() || !conf.HasActions() {
+		t.Error("version actions not reported")
 	}
 }

@@ -47,6 +47,14 @@ type Rule struct {
 	// AbortDays > 0 aborts multipart uploads that many days after
 	// initiation.
 	AbortDays int
+	// NoncurrentDays > 0 removes a noncurrent version that many days
+	// after it became noncurrent, keeping the NewerNoncurrent newest
+	// noncurrent versions whatever their age.
+	NoncurrentDays  int
+	NewerNoncurrent int
+	// ExpiredObjectDeleteMarker removes a delete marker that is the only
+	// version left of its key.
+	ExpiredObjectDeleteMarker bool
 }
 
 // Filter selects objects. Zero fields do not constrain.
@@ -77,7 +85,10 @@ type xmlRule struct {
 		DaysAfterInitiation *string
 	}
 	Transition                  []struct{ Days, Date, StorageClass string }
-	NoncurrentVersionExpiration *struct{ NoncurrentDays string }
+	NoncurrentVersionExpiration *struct {
+		NoncurrentDays          *string
+		NewerNoncurrentVersions *string
+	}
 	NoncurrentVersionTransition []struct{ NoncurrentDays, StorageClass string }
 }
 
@@ -184,7 +195,16 @@ func parseRule(xr xmlRule) (Rule, error) {
 			}
 			r.ExpireDate = t
 		case e.ExpiredObjectDeleteMarker != nil:
-			// No versions, hence no delete markers: nothing to do.
+			switch strings.TrimSpace(*e.ExpiredObjectDeleteMarker) {
+			case "true":
+				r.ExpiredObjectDeleteMarker = true
+			case "false":
+			default:
+				return r, malformed("rule %q: ExpiredObjectDeleteMarker must be true or false", r.ID)
+			}
+			if len(r.Filter.Tags) > 0 {
+				return r, invalidRequest("ExpiredObjectDeleteMarker cannot be specified with Tags")
+			}
 		default:
 			return r, malformed("rule %q: Expiration needs Days, Date or ExpiredObjectDeleteMarker", r.ID)
 		}
@@ -206,8 +226,23 @@ func parseRule(xr xmlRule) (Rule, error) {
 	if len(xr.Transition) > 0 || len(xr.NoncurrentVersionTransition) > 0 {
 		return r, &Error{Code: "NotImplemented", Message: "b3 has one storage class: Transition is not supported"}
 	}
-	if xr.NoncurrentVersionExpiration != nil {
-		actions++ // no versions: accepted, no effect
+	if nv := xr.NoncurrentVersionExpiration; nv != nil {
+		actions++
+		if nv.NoncurrentDays == nil {
+			return r, malformed("rule %q: NoncurrentVersionExpiration needs NoncurrentDays", r.ID)
+		}
+		n, err := positive(*nv.NoncurrentDays)
+		if err != nil {
+			return r, invalidArgument("'NoncurrentDays' for NoncurrentVersionExpiration action must be a positive integer")
+		}
+		r.NoncurrentDays = n
+		if nv.NewerNoncurrentVersions != nil {
+			k, err := positive(*nv.NewerNoncurrentVersions)
+			if err != nil || k > 100 {
+				return r, invalidArgument("'NewerNoncurrentVersions' for NoncurrentVersionExpiration action must be a positive integer up to 100")
+			}
+			r.NewerNoncurrent = k
+		}
 	}
 	if actions == 0 {
 		return r, invalidRequest("At least one action needs to be specified in a rule")

@@ -23,8 +23,11 @@ var ErrNotFound = errors.New("meta: not found")
 // version is refused rather than misread. Version 2 added object records
 // with an inline payload (format 2); a version-1 directory is valid version
 // 2 and is restamped on open, after which older builds refuse it cleanly
-// instead of failing on the first inline record they meet.
-const schemaVersion = 2
+// instead of failing on the first inline record they meet. Version 3 added
+// the version table ("v") and object and bucket records with versioning
+// and Object Lock fields (object format 3, bucket format 2); version-2
+// directories are valid version 3 and are restamped the same way.
+const schemaVersion = 3
 
 // DefaultCacheBytes is the block cache size when Options.CacheBytes is 0.
 const DefaultCacheBytes = 64 << 20

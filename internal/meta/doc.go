@@ -34,7 +34,10 @@
 //
 //	key                                               value
 //	"b" bucket                                        Bucket record
-//	"o" bucket 0x00 key                               Object record
+//	"o" bucket 0x00 key                               Object record (current version)
+//	"v" bucket 0x00 esc(key) 0x00 0x01 ^version       Object record (noncurrent
+//	                                                  version or delete marker;
+//	                                                  see versions.go)
 //	"u" bucket 0x00 key 0x00 uploadID                 Upload record
 //	"p" uploadID partNumber(u16 big-endian)           Part record
 //	"s" segmentID(u64 big-endian)                     dead bytes (int64, merged)

@@ -11,6 +11,7 @@ import (
 const (
 	tableBucket  = 'b'
 	tableObject  = 'o'
+	tableVersion = 'v'
 	tableUpload  = 'u'
 	tablePart    = 'p'
 	tableSegment = 's'

@@ -12,6 +12,9 @@ package meta
 //	| lifecycle           |  bytes
 //	| tagging             |  bytes
 //	| policy              |  bytes
+//	| versioning          |  string; format 2 only ("", Enabled, Suspended)
+//	| object lock         |  uvarint 0 or 1; format 2 only
+//	| object lock config  |  bytes; format 2 only
 //	| grants              |  grants; format 2 only
 //	| ownership           |  string; format 2 only
 //	| public access block |  byte; format 2 only: 0 none, else
@@ -19,15 +22,15 @@ package meta
 //	|                     |  | 8 BlockPublicPolicy | 16 RestrictPublicBuckets
 //	+---------------------+
 //
-// The name is the key ("b" name) and is not repeated in the value.
-// Format 2 is format 1 plus the access settings (ACL grants, object
-// ownership, Block Public Access). A bucket without any is written as
-// format 1, so stores written before format 2 read back unchanged.
+// The name is the key ("b" name) and is not repeated in the value. Format
+// 2 adds versioning, Object Lock and the access settings (ACL grants,
+// object ownership, Block Public Access); it is written only for a bucket
+// that has one of them, so other buckets keep format 1 byte for byte and
+// stores written before format 2 read back unchanged.
 const (
-	bucketFormat       = 1
-	bucketFormatAccess = 2
+	bucketFormat         = 1
+	bucketFormatSettings = 2
 )
-
 const (
 	pabSet = 1 << iota
 	pabBlockPublicAcls
@@ -73,8 +76,9 @@ func decodePAB(d *decoder) *PublicAccessBlock {
 func encodeBucket(b *Bucket) []byte {
 	e := encoder{buf: make([]byte, 0, 64+len(b.CORS)+len(b.Lifecycle)+len(b.Tagging)+len(b.Policy))}
 	format := byte(bucketFormat)
-	if b.Grants != nil || b.Ownership != "" || b.PublicAccessBlock != nil {
-		format = bucketFormatAccess
+	if b.Versioning != "" || b.ObjectLock || b.ObjectLockConfig != nil ||
+		b.Grants != nil || b.Ownership != "" || b.PublicAccessBlock != nil {
+		format = bucketFormatSettings
 	}
 	e.byte1(format)
 	e.str(b.Owner)
@@ -84,7 +88,14 @@ func encodeBucket(b *Bucket) []byte {
 	e.bytes(b.Lifecycle)
 	e.bytes(b.Tagging)
 	e.bytes(b.Policy)
-	if format == bucketFormatAccess {
+	if format == bucketFormatSettings {
+		e.str(b.Versioning)
+		lock := uint64(0)
+		if b.ObjectLock {
+			lock = 1
+		}
+		e.uvarint(lock)
+		e.bytes(b.ObjectLockConfig)
 		e.grants(b.Grants)
 		e.str(b.Ownership)
 		e.byte1(encodePAB(b.PublicAccessBlock))
@@ -94,7 +105,7 @@ func encodeBucket(b *Bucket) []byte {
 
 func decodeBucket(name string, value []byte) (*Bucket, error) {
 	d := decoder{buf: value}
-	format := d.version("bucket", bucketFormat, bucketFormatAccess)
+	format := d.version("bucket", bucketFormat, bucketFormatSettings)
 	b := &Bucket{Name: name}
 	b.Owner = d.str()
 	b.Created = d.time()
@@ -103,7 +114,16 @@ func decodeBucket(name string, value []byte) (*Bucket, error) {
 	b.Lifecycle = d.bytes()
 	b.Tagging = d.bytes()
 	b.Policy = d.bytes()
-	if format == bucketFormatAccess {
+	if format == bucketFormatSettings {
+		b.Versioning = d.str()
+		switch d.uvarint() {
+		case 0:
+		case 1:
+			b.ObjectLock = true
+		default:
+			d.fail("object lock flag")
+		}
+		b.ObjectLockConfig = d.bytes()
 		b.Grants = d.grants()
 		b.Ownership = d.str()
 		b.PublicAccessBlock = decodePAB(&d)

@@ -3,7 +3,7 @@ package meta
 // objectFormat is the format version of the object record:
 //
 //	+-----------------------+
-//	| 0x01 or 0x02          |  byte, format version
+//	| 0x01, 0x02 or 0x03    |  byte, format version
 //	| version               |  uvarint
 //	| size                  |  varint
 //	| etag                  |  string
@@ -28,30 +28,59 @@ package meta
 //	| extents               |  uvarint count, then extent each
 //	| owner                 |  string
 //	| inline payload        |  bytes; formats 2 and 3 (nil in 3: none)
+//	| version flags         |  uvarint; format 3 only: 1 versioned (not
+//	|                       |  the null version), 2 delete marker,
+//	|                       |  4 legal hold
+//	| lock mode             |  string; format 3 only
+//	| retain until          |  time; format 3 only
 //	| grants                |  grants; format 3 only
 //	+-----------------------+
 //
 // Format 2 is format 1 plus the payload of an object small enough to live
-// in its record (Object.Inline). Format 3 adds the object's ACL grants
-// (Object.Grants) after the payload, which may then be nil. Each record is
-// written in the lowest format that holds it, so stores written before
-// formats 2 and 3 existed read back unchanged, and objects with the
-// default ACL cost nothing more.
+// in its record (Object.Inline). Format 3 adds, after the payload (which
+// may then be nil), the versioning and Object Lock fields and the object's
+// ACL grants (Object.Grants). Each record is written in the lowest format
+// that holds it: a bucket that never enabled versioning, with objects of
+// the default ACL, writes formats 1 and 2 exactly as before; records
+// written before format 3 read as null versions without a lock or grants.
 // Bucket and key are the pebble key ("o" bucket 0x00 key). An object of one
 // extent, an etag, a content type and a time takes about 80 bytes; with
 // two user-metadata pairs, cache-control, expiry and a checksum, 176.
 const (
-	objectFormat       = 1
-	objectFormatInline = 2
-	objectFormatGrants = 3
+	objectFormat         = 1
+	objectFormatInline   = 2
+	objectFormatSettings = 3
 )
+
+// Bits of the version flags of format 3.
+const (
+	flagVersioned    = 1
+	flagDeleteMarker = 2
+	flagLegalHold    = 4
+	flagsKnown       = flagVersioned | flagDeleteMarker | flagLegalHold
+)
+
+func versionFlags(o *Object) uint64 {
+	var f uint64
+	if o.Versioned {
+		f |= flagVersioned
+	}
+	if o.DeleteMarker {
+		f |= flagDeleteMarker
+	}
+	if o.LegalHold {
+		f |= flagLegalHold
+	}
+	return f
+}
 
 func encodeObject(o *Object) []byte {
 	e := encoder{buf: make([]byte, 0, 128+16*len(o.Extents)+48*len(o.Parts)+len(o.Inline))}
 	format := byte(objectFormat)
+	flags := versionFlags(o)
 	switch {
-	case o.Grants != nil:
-		format = objectFormatGrants
+	case flags != 0 || o.LockMode != "" || !o.RetainUntil.IsZero() || o.Grants != nil:
+		format = objectFormatSettings
 	case o.Inline != nil:
 		format = objectFormatInline
 	}
@@ -76,7 +105,10 @@ func encodeObject(o *Object) []byte {
 	if format != objectFormat {
 		e.bytes(o.Inline)
 	}
-	if format == objectFormatGrants {
+	if format == objectFormatSettings {
+		e.uvarint(flags)
+		e.str(o.LockMode)
+		e.time(o.RetainUntil)
 		e.grants(o.Grants)
 	}
 	return e.buf
@@ -86,7 +118,7 @@ func encodeObject(o *Object) []byte {
 // payload is checked for length but not copied (see Object.Inline).
 func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, error) {
 	d := decoder{buf: value}
-	format := d.version("object", objectFormat, objectFormatInline, objectFormatGrants)
+	format := d.version("object", objectFormat, objectFormatInline, objectFormatSettings)
 	o := &Object{Bucket: bucket, Key: key}
 	o.Version = d.uvarint()
 	o.Size = d.varint()
@@ -118,11 +150,21 @@ func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, 
 			n = d.skipBytes()
 			o.payloadOmitted = n >= 0
 		}
-		if d.err == nil && (n >= 0 || format == objectFormatInline) && (n != o.Size || len(o.Extents) != 0) {
+		if d.err == nil && n >= 0 && (n != o.Size || len(o.Extents) != 0) {
+			d.fail("inline payload")
+		}
+		if d.err == nil && format == objectFormatInline && n < 0 {
 			d.fail("inline payload")
 		}
 	}
-	if format == objectFormatGrants {
+	if format == objectFormatSettings {
+		flags := d.uvarint()
+		if flags&^flagsKnown != 0 {
+			d.fail("version flags")
+		}
+		o.Versioned, o.DeleteMarker, o.LegalHold = flags&flagVersioned != 0, flags&flagDeleteMarker != 0, flags&flagLegalHold != 0
+		o.LockMode = d.str()
+		o.RetainUntil = d.time()
 		o.Grants = d.grants()
 	}
 	if err := d.finish("object " + bucket + "/" + key); err != nil {

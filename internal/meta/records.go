@@ -55,6 +55,16 @@ type Bucket struct {
 	Tagging   []byte // raw XML, nil when unset
 	Policy    []byte // raw JSON, nil when unset
 
+	// Versioning is the bucket's versioning state: "" (never enabled),
+	// VersioningEnabled or VersioningSuspended. Once set it never returns
+	// to "", as in S3.
+	Versioning string
+	// ObjectLock is true for a bucket created with Object Lock (its
+	// versioning is Enabled for good); ObjectLockConfig is the raw
+	// ObjectLockConfiguration XML (default retention), nil when unset.
+	ObjectLock       bool
+	ObjectLockConfig []byte
+
 	// Grants, if not nil, is the bucket's ACL; nil means the canned ACL
 	// named by ACL (records written before grants were stored).
 	Grants []Grant
@@ -64,6 +74,18 @@ type Bucket struct {
 	// PublicAccessBlock is nil when none is set.
 	PublicAccessBlock *PublicAccessBlock
 }
+
+// Versioning states of a bucket.
+const (
+	VersioningEnabled   = "Enabled"
+	VersioningSuspended = "Suspended"
+)
+
+// Object Lock retention modes.
+const (
+	LockGovernance = "GOVERNANCE"
+	LockCompliance = "COMPLIANCE"
+)
 
 // PartSummary records one part of a completed multipart object, enough to
 // answer GetObject?partNumber= and to verify a composite checksum.
@@ -114,6 +136,26 @@ type Object struct {
 	// listings need no payload, and copying every one of them made a page
 	// of small objects twice as slow.
 	Inline []byte
+
+	// Versioned is true for a version with its own version ID, written
+	// while its bucket's versioning was Enabled; false is S3's "null"
+	// version (unversioned and suspended buckets, and every record written
+	// before versioning existed).
+	Versioned bool
+	// DeleteMarker marks a delete marker: a version without data. Delete
+	// markers live only among the versions ("v" table), never as a key's
+	// current record.
+	DeleteMarker bool
+	// LockMode (LockGovernance, LockCompliance or "") and RetainUntil are
+	// the version's Object Lock retention; LegalHold its legal hold. A
+	// version under either cannot be deleted or replaced (see objstore).
+	LockMode    string
+	RetainUntil time.Time
+	LegalHold   bool
+
+	// IsLatest is set by ListVersions on the key's newest version; it is
+	// not stored.
+	IsLatest bool
 
 	// payloadOmitted marks a record decoded without its inline payload. A
 	// Batch refuses to write such a record back: it would drop the data.

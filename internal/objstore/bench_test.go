@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -50,4 +51,38 @@ func BenchmarkVacuum(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(copied)/b.Elapsed().Seconds()/1e6, "copied-MB/s")
+}
+
+// BenchmarkPutRead measures the engine alone (no HTTP): a PUT replacing
+// one of 100 keys, then a whole read of it, on a temporary directory
+// without fsync, in a bucket that never had versioning: the CPU the write
+// and read paths cost, which versioning must not raise.
+func BenchmarkPutRead(b *testing.B) {
+	for _, size := range []int{4 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			dir := b.TempDir()
+			s := openStore(b, Options{DataDir: filepath.Join(dir, "data"), MetaDir: filepath.Join(dir, "meta"),
+				Sync: blob.SyncNone, InlineMax: 4 << 10, Logger: slog.New(slog.DiscardHandler)})
+			defer s.Close()
+			ensureBucket(b, s, "b")
+			data := value("k", 1, size)
+			b.SetBytes(int64(2 * size))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				key := fmt.Sprint("k", i%100)
+				i++
+				put(b, s, "b", key, data)
+				obj, r, err := s.OpenObject(context.Background(), "b", key, WholeObject)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := io.Copy(io.Discard, r)
+				r.Close()
+				if err != nil || n != obj.Size {
+					b.Fatal(n, err)
+				}
+			}
+		})
+	}
 }

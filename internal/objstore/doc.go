@@ -30,9 +30,16 @@
 //     object or multipart part of its owner (bucket/key, version). Extents are
 //     never shared between objects; CopyObject copies bytes.
 //   - Once no metadata record references a record, none ever will again:
-//     versions are never reused, and the only move of a reference is
-//     CompleteMultipartUpload handing a part's extents to the object, which
-//     happens in one batch under the key lock.
+//     versions are never reused, and the only moves of a reference are
+//     CompleteMultipartUpload handing a part's extents to the object, and
+//     a version moving between the key's current record and the version
+//     table (a write or delete in a versioned bucket, the promotion of the
+//     newest version when the current one is removed); each happens in one
+//     batch under the key lock, and vacuum looks in all three places on
+//     one view.
+//   - A version under Object Lock (legal hold, or retention not yet ended)
+//     is never removed or replaced, by any path: checkRemovable is asked
+//     under the key lock before every removal (versions.go).
 //   - Every change of one key's records (put, delete, complete, vacuum swap)
 //     happens under that key's lock, so vacuum's compare-and-swap cannot undo
 //     a concurrent write or delete.
@@ -69,6 +76,17 @@
 // expired objects under their key lock, only if the record is still the
 // version it examined and the current rules still expire it, and rewrites
 // the instants of records written under older rules. See lifecycle.go.
+//
+// # Versioning
+//
+// A key's current version is its "o" record in every bucket, so a bucket
+// that never enabled versioning reads and writes exactly as before (no
+// extra lookup: the replaced record is the one the write already reads).
+// Other versions and delete markers live in meta's version table. What a
+// PUT or DELETE does to the replaced record follows the bucket's state
+// (Enabled, Suspended, never enabled), as S3 documents it; see
+// versions.go. Lifecycle removes noncurrent versions and expired delete
+// markers (lifecycle_versions.go); their bytes return through vacuum.
 //
 // # Object cache
 //

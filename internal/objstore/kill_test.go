@@ -60,71 +60,38 @@ func TestKill(t *testing.T) {
 	state := map[string][]byte{}
 
 	for round := range kills {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestKill$")
-		cmd.Env = append(os.Environ(), childEnv+"="+dir, "B3_KILL_ROUND="+strconv.Itoa(round))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
 		var (
-			mu       sync.Mutex
-			acked    = map[string][]byte{}
-			pending  = map[string][]byte{}
-			hasAck   = map[string]bool{}
-			isPend   = map[string]bool{}
-			started  = make(chan struct{})
-			readDone = make(chan struct{})
+			mu      sync.Mutex
+			acked   = map[string][]byte{}
+			pending = map[string][]byte{}
+			hasAck  = map[string]bool{}
+			isPend  = map[string]bool{}
 		)
-		go func() {
-			defer close(readDone)
-			sc := bufio.NewScanner(stdout)
-			first := true
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
-				if len(f) != 5 {
-					continue
-				}
-				key, err := strconv.Unquote(f[1])
-				if err != nil {
-					continue
-				}
-				seq, size := atoi(f[2]), atoi(f[3])
-				var v []byte
-				if f[4] != "del" {
-					v = value(key, seq, size)
-				}
-				mu.Lock()
-				switch f[0] {
-				case "BEGIN":
-					pending[key], isPend[key] = v, true
-				case "ACK":
-					acked[key], hasAck[key] = v, true
-					delete(pending, key)
-					delete(isPend, key)
-				}
-				mu.Unlock()
-				if first {
-					close(started)
-					first = false
-				}
+		killRound(t, "TestKill", childEnv, dir, round, time.Duration(50+rng.IntN(400))*time.Millisecond, func(line string) {
+			f := strings.Fields(line)
+			if len(f) != 5 {
+				return
 			}
-		}()
-		select {
-		case <-started:
-		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
-			t.Fatalf("round %d: child never started writing", round)
-		}
-		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		<-readDone
-		_ = cmd.Wait()
+			key, err := strconv.Unquote(f[1])
+			if err != nil {
+				return
+			}
+			seq, size := atoi(f[2]), atoi(f[3])
+			var v []byte
+			if f[4] != "del" {
+				v = value(key, seq, size)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch f[0] {
+			case "BEGIN":
+				pending[key], isPend[key] = v, true
+			case "ACK":
+				acked[key], hasAck[key] = v, true
+				delete(pending, key)
+				delete(isPend, key)
+			}
+		})
 
 		s := openStore(t, killOptions(dir))
 		mu.Lock()
@@ -158,6 +125,49 @@ func TestKill(t *testing.T) {
 	}
 }
 
+// killRound runs one round of a kill test: it starts this test binary as
+// the child of test (env set to dir), hands every line the child prints
+// to onLine, SIGKILLs the child pause after its first line, and returns
+// once the child is gone and every line was handed over.
+func killRound(t *testing.T, test, env, dir string, round int, pause time.Duration, onLine func(string)) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env+"="+dir, "B3_KILL_ROUND="+strconv.Itoa(round))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started, readDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(readDone)
+		sc := bufio.NewScanner(stdout)
+		first := true
+		for sc.Scan() {
+			onLine(sc.Text())
+			if first {
+				close(started)
+				first = false
+			}
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("round %d: child never started writing", round)
+	}
+	time.Sleep(pause)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-readDone
+	_ = cmd.Wait()
+}
+
 func equalState(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
 
 func union(a, b map[string][]byte) map[string]bool {
@@ -176,15 +186,7 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 // killChild writes until killed. Each key belongs to one goroutine, so at
 // most one operation per key is in flight.
 func killChild(dir string) {
-	s, err := Open(killOptions(dir))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "child open:", err)
-		os.Exit(2)
-	}
-	if _, err := s.CreateBucket(bucketRecord("b")); err != nil && !errors.Is(err, ErrBucketExists) {
-		fmt.Fprintln(os.Stderr, "child bucket:", err)
-		os.Exit(2)
-	}
+	s := openKillChild(dir)
 	s.StartVacuum(20 * time.Millisecond)
 	round := atoi(os.Getenv("B3_KILL_ROUND"))
 	var out sync.Mutex
@@ -242,6 +244,21 @@ func killChild(dir string) {
 		}()
 	}
 	wg.Wait()
+}
+
+// openKillChild opens a kill test child's store with its bucket "b"; a
+// failure ends the child.
+func openKillChild(dir string) *Store {
+	s, err := Open(killOptions(dir))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child open:", err)
+		os.Exit(2)
+	}
+	if _, err := s.CreateBucket(bucketRecord("b")); err != nil && !errors.Is(err, ErrBucketExists) {
+		fmt.Fprintln(os.Stderr, "child bucket:", err)
+		os.Exit(2)
+	}
+	return s
 }
 
 // killKey names writer w's i-th key. Each third key extends the one before

@@ -318,6 +318,11 @@ func (s *Store) sweep(ctx context.Context, res *LifecycleResult) error {
 		if err != nil {
 			return fmt.Errorf("lifecycle sweep of bucket %s: %w", b.Name, err)
 		}
+		if b.Versioning != "" && conf.HasVersionActions() {
+			if err := s.sweepVersions(ctx, b.Name, conf, res); err != nil {
+				return fmt.Errorf("lifecycle sweep of versions in bucket %s: %w", b.Name, err)
+			}
+		}
 		if !conf.HasActions() {
 			continue
 		}
@@ -408,18 +413,59 @@ func (l localLifecycle) Abort(up *meta.Upload) error {
 
 func (l localLifecycle) Settle(seen *meta.Object) (LifecycleOutcome, error) {
 	s := l.s
-	unlock := s.lockKey(seen.Bucket, seen.Key)
-	defer unlock()
+	// A versioned bucket expires its current version with a delete marker,
+	// whose version is reserved before any lock is taken.
+	var marker uint64
+	if bk, err := s.GetBucket(seen.Bucket); err == nil && bk.Versioning != "" {
+		if _, due := s.LifecycleDue(seen); due {
+			if marker, err = s.meta.NextVersion(); err != nil {
+				return LifecycleUnchanged, fmt.Errorf("reserve version: %w", err)
+			}
+		}
+	}
+	out := LifecycleUnchanged
+	err := s.withBucket(seen.Bucket, func(b *meta.Bucket) error {
+		unlock := s.lockKey(seen.Bucket, seen.Key)
+		defer unlock()
+		var err error
+		out, err = s.settleLocked(b, seen, marker)
+		return err
+	})
+	if errors.Is(err, ErrNoSuchBucket) {
+		return LifecycleUnchanged, nil
+	}
+	return out, err
+}
+
+// settleLocked is Settle's decision, made under the bucket lock (shared)
+// and the key lock.
+func (s *Store) settleLocked(b *meta.Bucket, seen *meta.Object, marker uint64) (LifecycleOutcome, error) {
 	cur, err := s.currentObject(seen.Bucket, seen.Key)
 	if err != nil || cur == nil || cur.Version != seen.Version {
 		return LifecycleUnchanged, err // gone or rewritten since the scan: the writer stamped it
 	}
 	// The rules may have changed since the scan read them.
-	want, due := s.LifecycleDue(cur)
+	want := s.expiryOf(s.rulesOf(b), cur)
+	due := !want.IsZero() && !s.now().Before(want)
 	batch := s.meta.NewBatch()
 	defer batch.Close()
 	counts := map[uint64]int64{}
+	if due && b.Versioning != "" {
+		if marker == 0 {
+			return LifecycleUnchanged, nil // the rules changed since the scan; the next pass decides
+		}
+		if _, err := s.addDeleteMarker(b, cur.Key, marker); err != nil {
+			if errors.Is(err, ErrObjectLocked) {
+				return LifecycleUnchanged, nil // a locked null version stays until its retention ends
+			}
+			return LifecycleUnchanged, fmt.Errorf("expire %s/%s: %w", cur.Bucket, cur.Key, err)
+		}
+		return LifecycleExpired, nil
+	}
 	if due {
+		if s.checkRemovable(cur, false) != nil {
+			return LifecycleUnchanged, nil // locked: lifecycle never removes it before its time
+		}
 		batch.DeleteObject(cur.Bucket, cur.Key)
 		addDead(batch, cur.Extents, counts)
 		if err := batch.Commit(); err != nil {

@@ -141,10 +141,12 @@ func (s *Store) commitObjectLocked(obj *meta.Object, precondition func(*meta.Obj
 	b := s.meta.NewBatch()
 	defer b.Close()
 	counts := map[uint64]int64{}
-	b.PutObject(obj)
-	if cur != nil {
-		addDead(b, cur.Extents, counts)
+	// What happens to the replaced record depends on the bucket's
+	// versioning state (versions.go); it also sets obj.Versioned.
+	if err := s.replaceCurrent(b, obj, cur, counts); err != nil {
+		return err
 	}
+	b.PutObject(obj)
 	if extra != nil {
 		extra(b, counts)
 	}
@@ -244,14 +246,26 @@ func (s *Store) OpenObject(ctx context.Context, bucket, key string, rng RangeFun
 
 // DeleteObject removes the object if present and returns the removed record
 // (nil if there was none: deleting a missing key succeeds, as in S3).
+//
+// In a bucket with versioning (Enabled or Suspended) it deletes as
+// DeleteVersioned does without a version ID (a delete marker), and
+// returns no record.
 func (s *Store) DeleteObject(bucket, key string) (*meta.Object, error) {
-	if _, err := s.GetBucket(bucket); err != nil {
+	bk, err := s.GetBucket(bucket)
+	if err != nil {
+		return nil, err
+	}
+	if bk.Versioning != "" {
+		_, err := s.DeleteVersioned(bucket, key, "", false)
 		return nil, err
 	}
 	unlock := s.lockKey(bucket, key)
 	defer unlock()
 	cur, err := s.currentObject(bucket, key)
 	if err != nil || cur == nil {
+		return nil, err
+	}
+	if err := s.checkRemovable(cur, false); err != nil {
 		return nil, err
 	}
 	b := s.meta.NewBatch()

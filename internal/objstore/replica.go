@@ -190,6 +190,9 @@ func (s *Store) applyDelete(bucket, key string, version, stamp uint64) (*meta.Ob
 	defer b.Close()
 	counts := map[uint64]int64{}
 	if cur != nil {
+		if err := s.checkRemovable(cur, false); err != nil {
+			return nil, err
+		}
 		b.DeleteObject(bucket, key)
 		addDead(b, cur.Extents, counts)
 	}

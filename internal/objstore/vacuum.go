@@ -253,11 +253,13 @@ func isCancel(err error) bool {
 }
 
 // referencer is a metadata record that references an owner's records: the
-// object itself, or one part of an upload in progress.
+// object itself (current, or a version in the version table), or one part
+// of an upload in progress.
 type referencer struct {
-	obj     *meta.Object
-	part    *meta.Part
-	extents []meta.Extent
+	obj        *meta.Object
+	noncurrent bool // obj lives in the version table
+	part       *meta.Part
+	extents    []meta.Extent
 }
 
 // testHookReferences, set by tests, runs inside references after the
@@ -289,6 +291,15 @@ func (s *Store) referencesIn(view *meta.View, bucket, key string, version uint64
 	}
 	if obj != nil && obj.Version == version {
 		return []referencer{{obj: obj, extents: obj.Extents}}, nil
+	}
+	// A noncurrent version (versions move between "o" and the version
+	// table whole, in one batch: on one view it is in exactly one).
+	ver, err := view.GetVersion(bucket, key, version)
+	if err == nil {
+		return []referencer{{obj: ver, noncurrent: true, extents: ver.Extents}}, nil
+	}
+	if !errors.Is(err, meta.ErrNotFound) {
+		return nil, err
 	}
 	up, err := view.UploadOf(bucket, key, version)
 	if errors.Is(err, meta.ErrNotFound) {
@@ -380,10 +391,14 @@ func (s *Store) swap(bucket, key string, version uint64, span, repl []meta.Exten
 		exts = append(exts, ref.extents[at+len(span):]...)
 		b := s.meta.NewBatch()
 		defer b.Close()
-		if ref.obj != nil {
+		switch {
+		case ref.obj != nil && ref.noncurrent:
+			ref.obj.Extents = exts
+			b.PutVersion(ref.obj)
+		case ref.obj != nil:
 			ref.obj.Extents = exts
 			b.PutObject(ref.obj)
-		} else {
+		default:
 			ref.part.Extents = exts
 			b.PutPart(ref.part)
 		}

@@ -388,13 +388,16 @@ func (s *Server) putBucketACL(rq *request) error {
 	return writeEmpty(rq, http.StatusOK)
 }
 
-// objectForACL reads the object of Get/PutObjectAcl (already read by the
-// ACL check when it ran).
+// objectForACL reads the version of Get/PutObjectAcl: the one its
+// versionId names, else the current object (already read by the ACL
+// check when it ran).
 func (s *Server) objectForACL(rq *request) (*meta.Object, error) {
-	if o := rq.objRec; o != nil && o.Bucket == rq.bucket && o.Key == rq.key {
-		return o, nil
+	if _, ok := rq.query["versionId"]; !ok {
+		if o := rq.objRec; o != nil && o.Bucket == rq.bucket && o.Key == rq.key {
+			return o, nil
+		}
 	}
-	return s.store.HeadObject(rq.bucket, rq.key)
+	return s.versionOrCurrent(rq)
 }
 
 func (s *Server) getObjectACL(rq *request) error {
@@ -416,7 +419,7 @@ func (s *Server) putObjectACL(rq *request) error {
 	if o, err := s.objectForACL(rq); err == nil {
 		version = o.Version
 	}
-	_, err = s.store.UpdateObject(rq.bucket, rq.key, func(o *meta.Object) error {
+	err = s.updateVersion(rq, func(o *meta.Object) error {
 		if version != 0 && o.Version != version {
 			// Overwritten since it was authorized: the new object's
 			// owner may be someone else.

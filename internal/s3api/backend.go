@@ -27,6 +27,15 @@ type Backend interface {
 	UpdateObject(bucket, key string, fn func(*meta.Object) error) (*meta.Object, error)
 	ListObjects(bucket string, o meta.ListOptions) (*meta.ListResult, error)
 
+	// Versioning (see objstore/versions.go).
+	SetBucketVersioning(bucket, state string) error
+	HeadVersion(bucket, key, versionID string) (*meta.Object, error)
+	OpenVersion(ctx context.Context, bucket, key, versionID string, rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error)
+	LatestMarker(bucket, key string) (*meta.Object, error)
+	DeleteVersioned(bucket, key, versionID string, bypassGovernance bool) (objstore.DeleteResult, error)
+	UpdateVersion(bucket, key, versionID string, fn func(*meta.Object) error) (*meta.Object, error)
+	ListVersions(bucket string, o objstore.VersionListOptions) (*meta.VersionListResult, error)
+
 	CreateUpload(up *meta.Upload) (*meta.Upload, error)
 	GetUpload(bucket, key, uploadID string) (*meta.Upload, error)
 	PutPart(ctx context.Context, bucket, key, uploadID string, number int, body io.Reader, finish func(*meta.Part) error) (*meta.Part, error)

@@ -115,6 +115,15 @@ func (s *Server) createBucket(rq *request) error {
 	if err != nil {
 		return err
 	}
+	switch strings.ToLower(rq.Header.Get("x-amz-bucket-object-lock-enabled")) {
+	case "":
+	case "true":
+		// Object Lock needs versions, for good.
+		b.ObjectLock, b.Versioning = true, meta.VersioningEnabled
+	case "false":
+	default:
+		return errInvalidArgument.withMessage("x-amz-bucket-object-lock-enabled must be true or false")
+	}
 	_, err = s.store.CreateBucket(b)
 	if errors.Is(err, objstore.ErrBucketExists) {
 		return s.recreateBucket(rq, b)
@@ -230,35 +239,6 @@ func (s *Server) bucketRegion(b *meta.Bucket) string {
 		return s.cfg.Region
 	}
 	return b.Region
-}
-
-type versioningConfiguration struct {
-	XMLName   xml.Name `xml:"VersioningConfiguration"`
-	Xmlns     string   `xml:"xmlns,attr,omitempty"`
-	Status    string   `xml:",omitempty"`
-	MfaDelete string   `xml:",omitempty"`
-}
-
-// Buckets are never versioned: GetBucketVersioning reports the empty
-// (never enabled) status.
-func (s *Server) getBucketVersioning(rq *request) error {
-	return writeXML(rq, versioningConfiguration{Xmlns: s3Namespace})
-}
-
-// putBucketVersioning accepts "Suspended" (what an unversioned bucket
-// behaves as) and refuses to enable versioning.
-func (s *Server) putBucketVersioning(rq *request) error {
-	var conf versioningConfiguration
-	if _, err := readXML(rq, &conf, false); err != nil {
-		return err
-	}
-	switch conf.Status {
-	case "Suspended":
-		return writeEmpty(rq, http.StatusOK)
-	case "Enabled":
-		return errNotImplemented.withMessage("Bucket versioning is not supported")
-	}
-	return errIllegalVersioningState
 }
 
 // validBucketName applies AWS's rules for new buckets: 3-63 characters of

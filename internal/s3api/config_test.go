@@ -167,8 +167,8 @@ func TestLifecycleAndVersioningConfig(t *testing.T) {
 		t.Fatalf("lifecycle: %+v %v", got, err)
 	}
 	_, err = c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("life"),
-		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}})
-	wantCode(t, err, "NotImplemented")
+		VersioningConfiguration: &types.VersioningConfiguration{Status: "On"}})
+	wantCode(t, err, "IllegalVersioningConfigurationException")
 	resp, body := e.do(e.signedRequest(rootUser, "GET", "/life?website", nil, "", nil))
 	wantXMLError(t, resp, body, 501, "NotImplemented")
 }

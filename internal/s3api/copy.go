@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"encoding/xml"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -19,35 +20,41 @@ var (
 )
 
 // copySource parses x-amz-copy-source: "[/]bucket/key[?versionId=...]",
-// URL-encoded. Only the current version ("null" or none) exists.
-func copySource(h http.Header) (bucket, key string, err error) {
+// URL-encoded; versionID is "" when none is named.
+func copySource(h http.Header) (bucket, key, versionID string, err error) {
 	raw := h.Get("x-amz-copy-source")
 	path, query, _ := strings.Cut(raw, "?")
 	if query != "" {
 		q, _ := url.ParseQuery(query)
-		if v := q.Get("versionId"); v != "" && v != "null" {
-			return "", "", apiErr("NoSuchVersion", 404, "The specified version does not exist.")
+		if v, ok := q["versionId"]; ok {
+			if len(v) != 1 {
+				return "", "", "", errInvalidVersionID
+			}
+			if _, _, err := objstore.ParseVersionID(v[0]); err != nil {
+				return "", "", "", errInvalidVersionID
+			}
+			versionID = v[0]
 		}
 	}
 	decoded, perr := url.PathUnescape(path)
 	if perr != nil {
-		return "", "", errInvalidCopySource
+		return "", "", "", errInvalidCopySource
 	}
 	decoded = strings.TrimPrefix(decoded, "/")
 	bucket, key, ok := strings.Cut(decoded, "/")
 	if !ok || bucket == "" || key == "" {
-		return "", "", errInvalidCopySource
+		return "", "", "", errInvalidCopySource
 	}
 	if len(key) > maxKeyLength {
-		return "", "", errKeyTooLong
+		return "", "", "", errKeyTooLong
 	}
-	return bucket, key, nil
+	return bucket, key, versionID, nil
 }
 
 // openCopySource authorizes a read of the source, evaluates the
 // x-amz-copy-source-if-* conditions and opens the bytes rng selects.
 func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int64, error)) (*meta.Object, io.ReadCloser, error) {
-	bucket, key, err := copySource(rq.Header)
+	bucket, key, versionID, err := copySource(rq.Header)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -59,12 +66,26 @@ func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int6
 		return nil, nil, err
 	}
 	conds := readCopyConditions(rq.Header)
-	return s.store.OpenObject(rq.Context(), bucket, key, func(obj *meta.Object) (int64, int64, error) {
+	check := func(obj *meta.Object) (int64, int64, error) {
 		if err := conds.check(obj, false); err != nil {
 			return 0, 0, err
 		}
 		return rng(obj)
-	})
+	}
+	var obj *meta.Object
+	var body io.ReadCloser
+	if versionID == "" {
+		obj, body, err = s.store.OpenObject(rq.Context(), bucket, key, check)
+	} else {
+		obj, body, err = s.store.OpenVersion(rq.Context(), bucket, key, versionID, check)
+	}
+	if errors.Is(err, objstore.ErrDeleteMarker) {
+		return nil, nil, errInvalidRequest.withMessage("The source of a copy request may not specifically refer to a delete marker by version id.")
+	}
+	if err == nil && (src.Versioning != "" || obj.Versioned) {
+		rq.w.Header().Set("x-amz-copy-source-version-id", objstore.VersionID(obj))
+	}
+	return obj, body, err
 }
 
 type copyObjectResult struct {
@@ -88,7 +109,7 @@ func (s *Server) copyObject(rq *request) error {
 	if tagDirective != "" && tagDirective != "COPY" && tagDirective != "REPLACE" {
 		return errInvalidArgument.withMessage("Unknown tagging directive.")
 	}
-	srcBucket, srcKey, err := copySource(rq.Header)
+	srcBucket, srcKey, srcVersion, err := copySource(rq.Header)
 	if err != nil {
 		return err
 	}
@@ -96,12 +117,15 @@ func (s *Server) copyObject(rq *request) error {
 	if err != nil {
 		return err
 	}
+	if err := lockFromHeaders(rq, replacement); err != nil {
+		return err
+	}
 	precondition, err := putPrecondition(rq.Header)
 	if err != nil {
 		return err
 	}
 	algName := rq.Header.Get(checksum.HeaderAlgorithm)
-	if srcBucket == rq.bucket && srcKey == rq.key && directive != "REPLACE" && algName == "" &&
+	if srcBucket == rq.bucket && srcKey == rq.key && srcVersion == "" && directive != "REPLACE" && algName == "" &&
 		rq.Header.Get("x-amz-storage-class") == "" && tagDirective != "REPLACE" {
 		return errInvalidCopyDest
 	}
@@ -114,7 +138,8 @@ func (s *Server) copyObject(rq *request) error {
 		return errInvalidRequest.withMessage("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
 	}
 
-	obj := &meta.Object{Owner: replacement.Owner, Grants: replacement.Grants}
+	obj := &meta.Object{Owner: replacement.Owner, Grants: replacement.Grants,
+		LockMode: replacement.LockMode, RetainUntil: replacement.RetainUntil, LegalHold: replacement.LegalHold}
 	if directive == "REPLACE" {
 		attrsOfObject(replacement).toObject(obj)
 	} else {
@@ -158,6 +183,7 @@ func (s *Server) copyObject(rq *request) error {
 	if err != nil {
 		return err
 	}
+	writeVersionHeader(rq.w.Header(), rq.bucketRec, stored)
 	res := copyObjectResult{Xmlns: s3Namespace, LastModified: isoTime(stored.Modified), ETag: quoteETag(stored.ETag),
 		Checksum: xmlChecksum{alg, stored.Checksum}}
 	if stored.Checksum != "" {

@@ -3,6 +3,8 @@ package s3api
 import (
 	"encoding/xml"
 	"unicode/utf8"
+
+	"github.com/b3-storage/b3/internal/objstore"
 )
 
 var opDeleteObjects = operation{name: "DeleteObjects", perm: permWrite, handle: (*Server).deleteObjects}
@@ -25,13 +27,17 @@ type deleteResult struct {
 }
 
 type deletedObject struct {
-	Key string
+	Key                   string
+	VersionId             string `xml:",omitempty"`
+	DeleteMarker          bool   `xml:",omitempty"`
+	DeleteMarkerVersionId string `xml:",omitempty"`
 }
 
 type deleteError struct {
-	Key     string
-	Code    string
-	Message string
+	Key       string
+	VersionId string `xml:",omitempty"`
+	Code      string
+	Message   string
 }
 
 // parseDeleteRequest decodes a Delete document: 1..1000 objects.
@@ -67,13 +73,23 @@ func (s *Server) deleteObjects(rq *request) error {
 			failure = errKeyTooLong
 		case !utf8.ValidString(o.Key):
 			failure = errInvalidArgument.withMessage("Object key is not valid UTF-8")
-		case o.VersionID != "" && o.VersionID != "null":
-			failure = apiErr("NoSuchVersion", 404, "The specified version does not exist.")
 		default:
 			// Each key is authorized on its own, as a policy may allow
 			// deletes under some prefixes only.
-			if failure = s.decide(rq, rq.bucketRec, operationAccess(rq.op), o.Key); failure == nil {
-				_, failure = s.store.DeleteObject(rq.bucket, o.Key)
+			need := operationAccess(rq.op)
+			if o.VersionID != "" {
+				need.action = "s3:DeleteObjectVersion"
+			}
+			var done objstore.DeleteResult
+			if _, _, err := objstore.ParseVersionID(o.VersionID); o.VersionID != "" && err != nil {
+				failure = errNoSuchVersion
+			} else if failure = s.decide(rq, rq.bucketRec, need, o.Key); failure != nil {
+			} else if done, failure = s.deleteOne(rq, o.Key, o.VersionID); failure == nil && !req.Quiet {
+				d := deletedObject{Key: o.Key, VersionId: o.VersionID, DeleteMarker: done.DeleteMarker}
+				if o.VersionID == "" && done.DeleteMarker {
+					d.DeleteMarkerVersionId = done.VersionID
+				}
+				res.Deleted = append(res.Deleted, d)
 			}
 		}
 		if failure != nil {
@@ -81,11 +97,7 @@ func (s *Server) deleteObjects(rq *request) error {
 			if !known {
 				s.log.Error("delete object", "request_id", rq.id, "bucket", rq.bucket, "key", o.Key, "err", failure)
 			}
-			res.Errors = append(res.Errors, deleteError{Key: o.Key, Code: e.S3Code(), Message: messageOf(e)})
-			continue
-		}
-		if !req.Quiet {
-			res.Deleted = append(res.Deleted, deletedObject{Key: o.Key})
+			res.Errors = append(res.Errors, deleteError{Key: o.Key, VersionId: o.VersionID, Code: e.S3Code(), Message: messageOf(e)})
 		}
 	}
 	return writeXML(rq, res)

@@ -100,6 +100,11 @@ var (
 	errInvalidContinuation    = apiErr("InvalidArgument", 400, "The continuation token provided is incorrect")
 	errConflictingOperation   = apiErr("OperationAborted", 409, "A conflicting conditional operation is currently in progress against this resource. Please try again.")
 	errIllegalVersioningState = apiErr("IllegalVersioningConfigurationException", 400, "The versioning configuration specified in the request is invalid.")
+	errNoSuchVersion          = apiErr("NoSuchVersion", 404, "The specified version does not exist.")
+	errObjectLocked           = apiErr("AccessDenied", 403, "Access Denied because object protected by object lock.")
+	errInvalidBucketState     = apiErr("InvalidBucketState", 409, "Object Lock configuration cannot be enabled on existing buckets.")
+	errNoSuchObjectLockConfig = apiErr("ObjectLockConfigurationNotFoundError", 404, "Object Lock configuration does not exist for this bucket")
+	errNoSuchRetention        = apiErr("NoSuchObjectLockConfiguration", 404, "The specified object does not have a ObjectLock configuration")
 )
 
 // Limits of the S3 API, as AWS documents them.
@@ -136,6 +141,16 @@ func toAPIError(err error) (s3Error, bool) {
 		return errBucketNotEmpty, true
 	case errors.Is(err, objstore.ErrBucketExists):
 		return errBucketAlreadyExists, true
+	case errors.Is(err, objstore.ErrNoSuchVersion):
+		return errNoSuchVersion, true
+	case errors.Is(err, objstore.ErrInvalidVersionID):
+		return errInvalidVersionID, true
+	case errors.Is(err, objstore.ErrObjectLocked):
+		return errObjectLocked, true
+	case errors.Is(err, objstore.ErrDeleteMarker):
+		return errMethodNotAllowed, true
+	case errors.Is(err, objstore.ErrInvalidBucketState):
+		return errInvalidBucketState.withMessage("The bucket has Object Lock: its versioning cannot be suspended."), true
 	case errors.Is(err, objstore.ErrStorageFull):
 		return errInsufficientStorage, true
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/b3-storage/b3/internal/checksum"
 	"github.com/b3-storage/b3/internal/meta"
@@ -33,6 +34,14 @@ func (s *Server) createUpload(rq *request) error {
 	obj, err := s.objectFromHeaders(rq)
 	if err != nil {
 		return err
+	}
+	// The upload record keeps no lock: the completed object gets the
+	// bucket's default retention. A lock asked for here is refused rather
+	// than dropped.
+	for _, h := range []string{"x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date", "x-amz-object-lock-legal-hold"} {
+		if rq.Header.Get(h) != "" {
+			return errNotImplemented.withMessage("Object Lock headers on CreateMultipartUpload are not supported; the bucket's default retention applies to the completed object")
+		}
 	}
 	up := &meta.Upload{Bucket: rq.bucket, Key: rq.key, Owner: obj.Owner, Tags: obj.Tags, Grants: obj.Grants}
 	attrsOfObject(obj).toUpload(up)
@@ -245,6 +254,7 @@ func (s *Server) completeUpload(rq *request) error {
 		if err := declared.Verify(alg, typ, obj.Checksum); err != nil {
 			return nil, err
 		}
+		obj.LockMode, obj.RetainUntil = defaultRetentionOf(rq.bucketRec, time.Now())
 		return obj, nil
 	}
 	obj, err := s.store.CompleteUpload(rq.bucket, rq.key, rq.query.Get("uploadId"), numbers, build, precondition)
@@ -257,6 +267,7 @@ func (s *Server) completeUpload(rq *request) error {
 	if err != nil {
 		return err
 	}
+	writeVersionHeader(rq.w.Header(), rq.bucketRec, obj)
 	res := completeMultipartUploadResult{Xmlns: s3Namespace, Location: "/" + rq.bucket + "/" + rq.key, Bucket: rq.bucket, Key: rq.key, ETag: quoteETag(obj.ETag),
 		Checksum: xmlChecksum{alg, obj.Checksum}, ChecksumType: obj.ChecksumType}
 	return writeXML(rq, res)

@@ -70,6 +70,9 @@ func (s *Server) putObject(rq *request) error {
 	if err != nil {
 		return err
 	}
+	if err := lockFromHeaders(rq, obj); err != nil {
+		return err
+	}
 	precondition, err := putPrecondition(rq.Header)
 	if err != nil {
 		return err
@@ -101,6 +104,7 @@ func (s *Server) putObject(rq *request) error {
 	h := rq.w.Header()
 	h.Set("ETag", quoteETag(stored.ETag))
 	writeChecksumHeaders(h, stored.ChecksumAlgorithm, stored.Checksum, stored.ChecksumType)
+	writeVersionHeader(h, rq.bucketRec, stored)
 	return writeEmpty(rq, http.StatusOK)
 }
 
@@ -192,9 +196,19 @@ var errPartNumberPastEnd = apiErr("InvalidPartNumber", 416, "The requested partn
 func (s *Server) getObject(rq *request) error {
 	var chosen byteRange
 	var partial bool
-	obj, body, err := s.store.OpenObject(rq.Context(), rq.bucket, rq.key, objectRange(rq, &chosen, &partial))
+	versionID, err := versionParam(rq)
 	if err != nil {
-		return s.objectReadError(rq, obj, err)
+		return err
+	}
+	var obj *meta.Object
+	var body io.ReadCloser
+	if versionID == "" {
+		obj, body, err = s.store.OpenObject(rq.Context(), rq.bucket, rq.key, objectRange(rq, &chosen, &partial))
+	} else {
+		obj, body, err = s.store.OpenVersion(rq.Context(), rq.bucket, rq.key, versionID, objectRange(rq, &chosen, &partial))
+	}
+	if err != nil {
+		return s.objectReadError(rq, obj, s.deleteMarkerError(rq, versionID, err))
 	}
 	defer body.Close()
 	if err := s.writeReadHeaders(rq, obj, chosen, partial); err != nil {
@@ -216,12 +230,21 @@ func (s *Server) getObject(rq *request) error {
 func (s *Server) headObject(rq *request) error {
 	var chosen byteRange
 	var partial bool
-	obj, err := s.store.HeadObject(rq.bucket, rq.key)
+	versionID, err := versionParam(rq)
+	if err != nil {
+		return err
+	}
+	var obj *meta.Object
+	if versionID == "" {
+		obj, err = s.store.HeadObject(rq.bucket, rq.key)
+	} else if obj, err = s.store.HeadVersion(rq.bucket, rq.key, versionID); err == nil && obj.DeleteMarker {
+		err = objstore.ErrDeleteMarker
+	}
 	if err == nil {
 		_, _, err = objectRange(rq, &chosen, &partial)(obj)
 	}
 	if err != nil {
-		return s.objectReadError(rq, obj, err)
+		return s.objectReadError(rq, obj, s.deleteMarkerError(rq, versionID, err))
 	}
 	if err := s.writeReadHeaders(rq, obj, chosen, partial); err != nil {
 		return err
@@ -257,6 +280,8 @@ func (s *Server) writeReadHeaders(rq *request, obj *meta.Object, r byteRange, pa
 	if s.cfg.MediaHeaders {
 		writeMediaHeaders(h, obj)
 	}
+	writeVersionHeader(h, rq.bucketRec, obj)
+	writeLockHeaders(h, obj)
 	// Overrides are validated before any header a failure must not carry.
 	if err := applyResponseOverrides(rq); err != nil {
 		return err
@@ -284,9 +309,39 @@ func writePartChecksum(h http.Header, obj *meta.Object, number string) {
 	}
 }
 
+// deleteObject deletes the key (in a versioned bucket: adds a delete
+// marker) or, with versionId, one version for good.
 func (s *Server) deleteObject(rq *request) error {
-	if _, err := s.store.DeleteObject(rq.bucket, rq.key); err != nil {
+	versionID, err := versionParam(rq)
+	if err != nil {
 		return err
 	}
+	res, err := s.deleteOne(rq, rq.key, versionID)
+	if err != nil {
+		return err
+	}
+	h := rq.w.Header()
+	if res.VersionID != "" {
+		h.Set("x-amz-version-id", res.VersionID)
+	}
+	if res.DeleteMarker {
+		h.Set("x-amz-delete-marker", "true")
+	}
 	return writeEmpty(rq, http.StatusNoContent)
+}
+
+// deleteOne deletes key or one of its versions. A bucket that never had
+// versioning takes the plain path (its only version is "null"; any other
+// version ID is invalid there, as on S3).
+func (s *Server) deleteOne(rq *request, key, versionID string) (objstore.DeleteResult, error) {
+	if rq.bucketRec.Versioning == "" && !rq.bucketRec.ObjectLock {
+		switch versionID {
+		case "", objstore.NullVersionID:
+			_, err := s.store.DeleteObject(rq.bucket, key)
+			return objstore.DeleteResult{VersionID: versionID}, err
+		default:
+			return objstore.DeleteResult{}, errInvalidVersionID
+		}
+	}
+	return s.store.DeleteVersioned(rq.bucket, key, versionID, bypassGovernance(rq))
 }

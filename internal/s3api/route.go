@@ -39,10 +39,8 @@ type operation struct {
 // plain GET or PUT of the bucket or object.
 var unsupported = []string{
 	"accelerate", "analytics", "encryption", "intelligent-tiering", "inventory",
-	"logging", "metrics", "notification", "object-lock",
-	"replication", "requestPayment",
-	"website", "legal-hold", "retention", "torrent", "restore", "select",
-	"versions", "metadataTable", "session",
+	"logging", "metrics", "notification", "replication", "requestPayment",
+	"website", "torrent", "restore", "select", "metadataTable", "session",
 }
 
 // route resolves bucket, key and operation from the host, path, method
@@ -80,11 +78,10 @@ func (s *Server) route(rq *request) error {
 	case rq.key == "":
 		rq.op = routeBucket(rq)
 	default:
-		// Buckets are never versioned: the only version an object has is
-		// "null". Any other versionId must fail, not act on the current
+		// A malformed versionId must fail, never act on the current
 		// object (a DELETE would otherwise remove it).
-		if v, ok := rq.query["versionId"]; ok && (len(v) != 1 || v[0] != "null") {
-			return errInvalidVersionID
+		if _, err := versionParam(rq); err != nil {
+			return err
 		}
 		rq.op = routeObject(rq)
 	}
@@ -159,6 +156,10 @@ func routeBucket(rq *request) *operation {
 			return &opGetBucketACL
 		case q.Has("versioning"):
 			return &opGetBucketVersioning
+		case q.Has("versions"):
+			return &opListObjectVersions
+		case q.Has("object-lock"):
+			return &opGetObjectLockConfiguration
 		case q.Has("policy"):
 			return &opGetBucketPolicy
 		case q.Has("policyStatus"):
@@ -189,6 +190,8 @@ func routeBucket(rq *request) *operation {
 			return &opPutBucketACL
 		case q.Has("versioning"):
 			return &opPutBucketVersioning
+		case q.Has("object-lock"):
+			return &opPutObjectLockConfiguration
 		case q.Has("policy"):
 			return &opPutBucketPolicy
 		case q.Has("ownershipControls"):
@@ -238,6 +241,10 @@ func routeObject(rq *request) *operation {
 			return &opGetObjectACL
 		case q.Has("attributes"):
 			return &opGetObjectAttributes
+		case q.Has("retention"):
+			return &opGetObjectRetention
+		case q.Has("legal-hold"):
+			return &opGetObjectLegalHold
 		}
 		return &opGetObject
 	case http.MethodHead:
@@ -253,6 +260,10 @@ func routeObject(rq *request) *operation {
 			return &opPutObjectTagging
 		case q.Has("acl"):
 			return &opPutObjectACL
+		case q.Has("retention"):
+			return &opPutObjectRetention
+		case q.Has("legal-hold"):
+			return &opPutObjectLegalHold
 		case rq.Header.Get("x-amz-copy-source") != "":
 			return &opCopyObject
 		}

@@ -57,10 +57,11 @@ func renderTagging(tags map[string]string) tagging {
 }
 
 func (s *Server) getObjectTagging(rq *request) error {
-	obj, err := s.store.HeadObject(rq.bucket, rq.key)
+	obj, err := s.versionOrCurrent(rq)
 	if err != nil {
 		return err
 	}
+	writeVersionHeader(rq.w.Header(), rq.bucketRec, obj)
 	return writeXML(rq, renderTagging(obj.Tags))
 }
 
@@ -73,29 +74,31 @@ func (s *Server) putObjectTagging(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.HeadObject(rq.bucket, rq.key); err != nil {
-		return err
-	}
-	if _, err := s.store.UpdateObject(rq.bucket, rq.key, func(o *meta.Object) error {
-		o.Tags = tags
-		return nil
-	}); err != nil {
+	if err := s.updateTags(rq, tags); err != nil {
 		return err
 	}
 	return writeEmpty(rq, http.StatusOK)
 }
 
 func (s *Server) deleteObjectTagging(rq *request) error {
-	if _, err := s.store.HeadObject(rq.bucket, rq.key); err != nil {
-		return err
-	}
-	if _, err := s.store.UpdateObject(rq.bucket, rq.key, func(o *meta.Object) error {
-		o.Tags = nil
-		return nil
-	}); err != nil {
+	if err := s.updateTags(rq, nil); err != nil {
 		return err
 	}
 	return writeEmpty(rq, http.StatusNoContent)
+}
+
+// updateTags replaces the tags of the version the request names, or of
+// the current object (which must not have expired).
+func (s *Server) updateTags(rq *request, tags map[string]string) error {
+	if _, ok := rq.query["versionId"]; !ok {
+		if _, err := s.store.HeadObject(rq.bucket, rq.key); err != nil {
+			return err
+		}
+	}
+	return s.updateVersion(rq, func(o *meta.Object) error {
+		o.Tags = tags
+		return nil
+	})
 }
 
 func (s *Server) getBucketTagging(rq *request) error {

@@ -1,0 +1,331 @@
+package s3api
+
+import (
+	"encoding/xml"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
+)
+
+// Object Lock: the bucket's configuration (default retention), and each
+// version's retention and legal hold. objstore enforces them (a locked
+// version is never removed or replaced); this file parses, validates and
+// renders them, and decides who may change them.
+
+var (
+	opGetObjectLockConfiguration = operation{name: "GetObjectLockConfiguration", perm: permOwner, handle: (*Server).getObjectLockConfiguration}
+	opPutObjectLockConfiguration = operation{name: "PutObjectLockConfiguration", perm: permOwner, handle: (*Server).putObjectLockConfiguration}
+	opGetObjectRetention         = operation{name: "GetObjectRetention", perm: permRead, handle: (*Server).getObjectRetention}
+	opPutObjectRetention         = operation{name: "PutObjectRetention", perm: permWrite, handle: (*Server).putObjectRetention}
+	opGetObjectLegalHold         = operation{name: "GetObjectLegalHold", perm: permRead, handle: (*Server).getObjectLegalHold}
+	opPutObjectLegalHold         = operation{name: "PutObjectLegalHold", perm: permWrite, handle: (*Server).putObjectLegalHold}
+)
+
+var errNoLockConfig = errInvalidRequest.withMessage("Bucket is missing Object Lock Configuration")
+
+type objectLockConfiguration struct {
+	XMLName           xml.Name `xml:"ObjectLockConfiguration"`
+	Xmlns             string   `xml:"xmlns,attr,omitempty"`
+	ObjectLockEnabled string   `xml:",omitempty"`
+	Rule              *struct {
+		DefaultRetention *defaultRetention
+	} `xml:",omitempty"`
+}
+
+type defaultRetention struct {
+	Mode  string
+	Days  int `xml:",omitempty"`
+	Years int `xml:",omitempty"`
+}
+
+// parseLockConfiguration validates an ObjectLockConfiguration document.
+func parseLockConfiguration(data []byte) (*objectLockConfiguration, error) {
+	var conf objectLockConfiguration
+	if err := xml.Unmarshal(data, &conf); err != nil {
+		return nil, errMalformedXML
+	}
+	if conf.ObjectLockEnabled != "Enabled" {
+		return nil, errMalformedXML
+	}
+	if conf.Rule != nil {
+		d := conf.Rule.DefaultRetention
+		switch {
+		case d == nil:
+			return nil, errMalformedXML
+		case d.Mode != meta.LockGovernance && d.Mode != meta.LockCompliance:
+			return nil, errMalformedXML
+		case (d.Days > 0) == (d.Years > 0) || d.Days < 0 || d.Years < 0:
+			return nil, errInvalidArgument.withMessage("Default retention period must be a positive integer value of Days or Years")
+		case d.Days > 36500 || d.Years > 100:
+			return nil, errInvalidArgument.withMessage("Default retention period too large")
+		}
+	}
+	return &conf, nil
+}
+
+// defaultRetentionOf returns the mode and the retention end of a version
+// written now in bucket bk under its default retention ("" if none).
+func defaultRetentionOf(bk *meta.Bucket, now time.Time) (string, time.Time) {
+	if !bk.ObjectLock || bk.ObjectLockConfig == nil {
+		return "", time.Time{}
+	}
+	conf, err := parseLockConfiguration(bk.ObjectLockConfig)
+	if err != nil || conf.Rule == nil {
+		return "", time.Time{}
+	}
+	d := conf.Rule.DefaultRetention
+	return d.Mode, now.UTC().AddDate(d.Years, 0, d.Days)
+}
+
+func (s *Server) getObjectLockConfiguration(rq *request) error {
+	bk := rq.bucketRec
+	if !bk.ObjectLock {
+		return errNoSuchObjectLockConfig
+	}
+	conf := &objectLockConfiguration{ObjectLockEnabled: "Enabled"}
+	if bk.ObjectLockConfig != nil {
+		if parsed, err := parseLockConfiguration(bk.ObjectLockConfig); err == nil {
+			conf = parsed
+		}
+	}
+	conf.Xmlns = s3Namespace
+	return writeXML(rq, conf)
+}
+
+// putObjectLockConfiguration sets the default retention. It also turns
+// Object Lock on for a bucket whose versioning is Enabled (as S3 allows
+// today); a bucket without versioning, or suspended, is refused.
+func (s *Server) putObjectLockConfiguration(rq *request) error {
+	data, err := readSmallBody(rq)
+	if err != nil {
+		return err
+	}
+	if _, err := parseLockConfiguration(data); err != nil {
+		return err
+	}
+	err = s.store.UpdateBucket(rq.bucket, func(b *meta.Bucket) error {
+		if !b.ObjectLock && b.Versioning != meta.VersioningEnabled {
+			return errInvalidBucketState.withMessage("Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration")
+		}
+		b.ObjectLock, b.ObjectLockConfig = true, data
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return writeEmpty(rq, http.StatusOK)
+}
+
+// lockFromHeaders applies the x-amz-object-lock-* headers of a write, or
+// else the bucket's default retention, to obj.
+func lockFromHeaders(rq *request, obj *meta.Object) error {
+	h := rq.Header
+	mode, until, hold := h.Get("x-amz-object-lock-mode"), h.Get("x-amz-object-lock-retain-until-date"), h.Get("x-amz-object-lock-legal-hold")
+	if mode == "" && until == "" && hold == "" {
+		obj.LockMode, obj.RetainUntil = defaultRetentionOf(rq.bucketRec, time.Now())
+		return nil
+	}
+	if !rq.bucketRec.ObjectLock {
+		return errNoLockConfig
+	}
+	switch hold {
+	case "", "OFF":
+	case "ON":
+		obj.LegalHold = true
+	default:
+		return errInvalidArgument.withMessage("Legal Hold must be either of 'ON' or 'OFF'")
+	}
+	if (mode == "") != (until == "") {
+		return errInvalidArgument.withMessage("x-amz-object-lock-retain-until-date and x-amz-object-lock-mode must both be supplied")
+	}
+	if mode == "" {
+		obj.LockMode, obj.RetainUntil = defaultRetentionOf(rq.bucketRec, time.Now())
+		return nil
+	}
+	t, err := parseRetainUntil(mode, until)
+	if err != nil {
+		return err
+	}
+	obj.LockMode, obj.RetainUntil = mode, t
+	return nil
+}
+
+func parseRetainUntil(mode, until string) (time.Time, error) {
+	if mode != meta.LockGovernance && mode != meta.LockCompliance {
+		return time.Time{}, errInvalidArgument.withMessage("Unknown wormMode directive.")
+	}
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(until))
+	if err != nil {
+		return time.Time{}, errInvalidArgument.withMessage("The retain until date must be provided in ISO 8601 format")
+	}
+	if !t.After(time.Now()) {
+		return time.Time{}, errInvalidArgument.withMessage("The retain until date must be in the future!")
+	}
+	return t.UTC(), nil
+}
+
+// writeLockHeaders reports a version's lock on GET and HEAD.
+func writeLockHeaders(h http.Header, obj *meta.Object) {
+	if obj.LockMode != "" {
+		h.Set("x-amz-object-lock-mode", obj.LockMode)
+		h.Set("x-amz-object-lock-retain-until-date", obj.RetainUntil.UTC().Format(time.RFC3339))
+	}
+	if obj.LegalHold {
+		h.Set("x-amz-object-lock-legal-hold", "ON")
+	}
+}
+
+// bypassGovernance reports whether the request asks to bypass GOVERNANCE
+// retention and may: only the bucket's owner may.
+func bypassGovernance(rq *request) bool {
+	return strings.EqualFold(rq.Header.Get("x-amz-bypass-governance-retention"), "true") &&
+		rq.bucketRec != nil && rq.accessKey != "" && rq.accessKey == rq.bucketRec.Owner
+}
+
+type retention struct {
+	XMLName         xml.Name `xml:"Retention"`
+	Xmlns           string   `xml:"xmlns,attr,omitempty"`
+	Mode            string   `xml:",omitempty"`
+	RetainUntilDate string   `xml:",omitempty"`
+}
+
+func (s *Server) getObjectRetention(rq *request) error {
+	if !rq.bucketRec.ObjectLock {
+		return errNoLockConfig
+	}
+	obj, err := s.versionOrCurrent(rq)
+	if err != nil {
+		return err
+	}
+	if obj.LockMode == "" {
+		return errNoSuchRetention
+	}
+	return writeXML(rq, retention{Xmlns: s3Namespace, Mode: obj.LockMode, RetainUntilDate: obj.RetainUntil.UTC().Format(time.RFC3339)})
+}
+
+// putObjectRetention sets, extends or (GOVERNANCE, with the bypass)
+// shortens or removes a version's retention. A COMPLIANCE retention in
+// force can only be extended.
+func (s *Server) putObjectRetention(rq *request) error {
+	if !rq.bucketRec.ObjectLock {
+		return errNoLockConfig
+	}
+	var doc retention
+	if _, err := readXML(rq, &doc, false); err != nil {
+		return err
+	}
+	var until time.Time
+	if doc.Mode != "" || doc.RetainUntilDate != "" {
+		var err error
+		if until, err = parseRetainUntil(doc.Mode, doc.RetainUntilDate); err != nil {
+			if doc.Mode == "" || doc.RetainUntilDate == "" {
+				return errMalformedXML
+			}
+			return err
+		}
+	}
+	bypass := bypassGovernance(rq)
+	err := s.updateVersion(rq, func(o *meta.Object) error {
+		if o.LockMode != "" && time.Now().Before(o.RetainUntil) {
+			weaker := doc.Mode != o.LockMode || until.Before(o.RetainUntil)
+			switch {
+			case o.LockMode == meta.LockCompliance && weaker:
+				return errObjectLocked
+			case o.LockMode == meta.LockGovernance && weaker && !bypass:
+				return errObjectLocked
+			}
+		}
+		o.LockMode, o.RetainUntil = doc.Mode, until
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return writeEmpty(rq, http.StatusOK)
+}
+
+type legalHold struct {
+	XMLName xml.Name `xml:"LegalHold"`
+	Xmlns   string   `xml:"xmlns,attr,omitempty"`
+	Status  string
+}
+
+func (s *Server) getObjectLegalHold(rq *request) error {
+	if !rq.bucketRec.ObjectLock {
+		return errNoLockConfig
+	}
+	obj, err := s.versionOrCurrent(rq)
+	if err != nil {
+		return err
+	}
+	status := "OFF"
+	if obj.LegalHold {
+		status = "ON"
+	}
+	return writeXML(rq, legalHold{Xmlns: s3Namespace, Status: status})
+}
+
+func (s *Server) putObjectLegalHold(rq *request) error {
+	if !rq.bucketRec.ObjectLock {
+		return errNoLockConfig
+	}
+	var doc legalHold
+	if _, err := readXML(rq, &doc, false); err != nil {
+		return err
+	}
+	if doc.Status != "ON" && doc.Status != "OFF" {
+		return errMalformedXML
+	}
+	err := s.updateVersion(rq, func(o *meta.Object) error {
+		o.LegalHold = doc.Status == "ON"
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return writeEmpty(rq, http.StatusOK)
+}
+
+// versionOrCurrent returns the version the request names, or the current
+// object. A delete marker answers 405 (with its headers).
+func (s *Server) versionOrCurrent(rq *request) (*meta.Object, error) {
+	id, err := versionParam(rq)
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return s.store.HeadObject(rq.bucket, rq.key)
+	}
+	obj, err := s.store.HeadVersion(rq.bucket, rq.key, id)
+	if err == nil && obj.DeleteMarker {
+		return nil, s.deleteMarkerError(rq, id, objstore.ErrDeleteMarker)
+	}
+	return obj, err
+}
+
+// updateVersion changes the attributes of the version the request names,
+// or of the current object; x-amz-version-id reports which.
+func (s *Server) updateVersion(rq *request, fn func(*meta.Object) error) error {
+	id, err := versionParam(rq)
+	if err != nil {
+		return err
+	}
+	var obj *meta.Object
+	if id == "" {
+		obj, err = s.store.UpdateObject(rq.bucket, rq.key, fn)
+	} else {
+		obj, err = s.store.UpdateVersion(rq.bucket, rq.key, id, fn)
+	}
+	if errors.Is(err, objstore.ErrDeleteMarker) {
+		return s.deleteMarkerError(rq, id, err)
+	}
+	if err != nil {
+		return err
+	}
+	writeVersionHeader(rq.w.Header(), rq.bucketRec, obj)
+	return nil
+}

@@ -1,0 +1,475 @@
+package s3api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// modelVersion is one version of a key as AWS's rules say it must be.
+type modelVersion struct {
+	id     string // as the server reported it when it was made
+	marker bool
+	data   string
+}
+
+// versionModel holds a bucket's versions by AWS's documented rules
+// (Using versioning in S3 buckets; Working with objects in a
+// versioning-suspended bucket): newest first per key.
+type versionModel struct {
+	state string // "", Enabled, Suspended
+	keys  map[string][]modelVersion
+}
+
+// removeNull drops the key's null version, wherever it is.
+func (m *versionModel) removeNull(key string) {
+	m.keys[key] = slices.DeleteFunc(m.keys[key], func(v modelVersion) bool { return v.id == "null" })
+}
+
+func (m *versionModel) put(key, id, data string) {
+	if m.state != "Enabled" {
+		m.removeNull(key)
+	}
+	m.keys[key] = append([]modelVersion{{id: id, data: data}}, m.keys[key]...)
+}
+
+func (m *versionModel) deleteLatest(key, id string) {
+	switch m.state {
+	case "":
+		m.removeNull(key)
+		return
+	case "Suspended":
+		m.removeNull(key)
+	}
+	m.keys[key] = append([]modelVersion{{id: id, marker: true}}, m.keys[key]...)
+}
+
+func (m *versionModel) deleteVersion(key, id string) (marker, found bool) {
+	for i, v := range m.keys[key] {
+		if v.id == id {
+			m.keys[key] = slices.Delete(m.keys[key], i, i+1)
+			return v.marker, true
+		}
+	}
+	return false, false
+}
+
+// listing renders the model as ListObjectVersions must list it.
+func (m *versionModel) listing() []string {
+	keys := make([]string, 0, len(m.keys))
+	for k := range m.keys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		for i, v := range m.keys[k] {
+			out = append(out, fmt.Sprintf("%s %s marker=%v latest=%v", k, v.id, v.marker, i == 0))
+		}
+	}
+	return out
+}
+
+func listAllVersions(t *testing.T, c *s3.Client, bucket string, pageSize int32) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	in := &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), MaxKeys: aws.Int32(pageSize)}
+	for pages := 0; ; pages++ {
+		if pages > 10000 {
+			t.Fatal("ListObjectVersions does not end")
+		}
+		res, err := c.ListObjectVersions(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(out)
+		for _, v := range res.Versions {
+			out = append(out, fmt.Sprintf("%s %s marker=false latest=%v", aws.ToString(v.Key), aws.ToString(v.VersionId), aws.ToBool(v.IsLatest)))
+		}
+		for _, d := range res.DeleteMarkers {
+			out = append(out, fmt.Sprintf("%s %s marker=true latest=%v", aws.ToString(d.Key), aws.ToString(d.VersionId), aws.ToBool(d.IsLatest)))
+		}
+		if len(out)-n > int(pageSize) {
+			t.Fatalf("page of %d for max-keys %d", len(out)-n, pageSize)
+		}
+		if !aws.ToBool(res.IsTruncated) {
+			return out
+		}
+		in.KeyMarker, in.VersionIdMarker = res.NextKeyMarker, res.NextVersionIdMarker
+	}
+}
+
+// sorted returns list sorted: the SDK splits a page's versions from its
+// delete markers, so listings are compared as sets (the order of one
+// key's versions is checked by meta's tests, and latest= by this one).
+func sorted(list []string) []string {
+	out := slices.Clone(list)
+	slices.Sort(out)
+	return out
+}
+
+// A random history of PUTs, DELETEs (with and without version IDs) and
+// versioning state changes, through the AWS SDK, matches the model of
+// AWS's rules after every step: what GET returns (data, version ID, the
+// delete marker headers), GET by version ID, and the full
+// ListObjectVersions listing paged in small pages.
+func TestVersioningMatchesModel(t *testing.T) {
+	e := newEnv(t)
+	c := e.root()
+	ctx := context.Background()
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		bucket := fmt.Sprintf("model%d", seed)
+		e.mustCreateBucket(bucket)
+		m := &versionModel{keys: map[string][]modelVersion{}}
+		keys := []string{"a", "a/b", "b", "dir/c"}
+		for step := range 250 {
+			key := keys[rng.IntN(len(keys))]
+			what := ""
+			switch op := rng.IntN(20); {
+			case op < 8:
+				data := fmt.Sprintf("%s-%d-%d", key, seed, step)
+				if rng.IntN(4) == 0 {
+					data = strings.Repeat(data, 200) // past the inline limit: segment records
+				}
+				out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(data)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				id := aws.ToString(out.VersionId)
+				switch m.state {
+				case "":
+					if id != "" {
+						t.Fatalf("PUT in an unversioned bucket reported version %q", id)
+					}
+					id = "null"
+				case "Suspended":
+					if id != "null" {
+						t.Fatalf("PUT in a suspended bucket reported version %q", id)
+					}
+				default:
+					if id == "" || id == "null" {
+						t.Fatalf("PUT in a versioned bucket reported version %q", id)
+					}
+				}
+				m.put(key, id, data)
+				what = "put " + key
+			case op < 12:
+				out, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				id := aws.ToString(out.VersionId)
+				if m.state != "" && (!aws.ToBool(out.DeleteMarker) || id == "" || (m.state == "Suspended") != (id == "null")) {
+					t.Fatalf("DELETE in a %s bucket: marker %v version %q", m.state, aws.ToBool(out.DeleteMarker), id)
+				}
+				m.deleteLatest(key, id)
+				what = "delete " + key
+			case op < 16 && len(m.keys[key]) > 0:
+				v := m.keys[key][rng.IntN(len(m.keys[key]))]
+				out, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: aws.String(v.id)})
+				if m.state == "" && v.id != "null" {
+					t.Fatalf("model holds a non-null version in an unversioned bucket")
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				wasMarker, _ := m.deleteVersion(key, v.id)
+				if aws.ToBool(out.DeleteMarker) != wasMarker || aws.ToString(out.VersionId) != v.id {
+					t.Fatalf("DELETE version %s: marker %v version %q, want marker %v", v.id, aws.ToBool(out.DeleteMarker), aws.ToString(out.VersionId), wasMarker)
+				}
+				what = "delete version " + v.id + " of " + key
+			case op < 18:
+				state := []types.BucketVersioningStatus{types.BucketVersioningStatusEnabled, types.BucketVersioningStatusSuspended}[rng.IntN(2)]
+				if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+					VersioningConfiguration: &types.VersioningConfiguration{Status: state}}); err != nil {
+					t.Fatal(err)
+				}
+				m.state = string(state)
+				what = "versioning " + m.state
+			default:
+				continue
+			}
+			checkKeyAgainstModel(t, c, bucket, key, m, what)
+			if step%25 == 24 {
+				got := sorted(listAllVersions(t, c, bucket, int32(1+rng.IntN(4))))
+				if want := sorted(m.listing()); !slices.Equal(got, want) {
+					t.Fatalf("seed %d step %d: versions\n got %q\nwant %q", seed, step, got, want)
+				}
+			}
+		}
+		// Emptying the bucket through ListObjectVersions (what Terraform's
+		// force_destroy and test cleanups do) lets it be deleted.
+		for _, line := range m.listing() {
+			f := strings.Fields(line)
+			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(f[0]), VersionId: aws.String(f[1])}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			t.Fatalf("delete the emptied bucket: %v", err)
+		}
+	}
+}
+
+// checkKeyAgainstModel compares GET of key, and GET of each of its
+// versions, with the model.
+func checkKeyAgainstModel(t *testing.T, c *s3.Client, bucket, key string, m *versionModel, after string) {
+	t.Helper()
+	ctx := context.Background()
+	vs := m.keys[key]
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	switch {
+	case len(vs) == 0 || vs[0].marker:
+		if errorCode(err) != "NoSuchKey" {
+			t.Fatalf("after %s: GET %s: %v, want NoSuchKey", after, key, err)
+		}
+		var re *awshttp.ResponseError
+		if len(vs) > 0 && (!errors.As(err, &re) || re.Response.Header.Get("x-amz-delete-marker") != "true" ||
+			re.Response.Header.Get("x-amz-version-id") != vs[0].id) {
+			t.Fatalf("after %s: GET %s of a delete marker lacks its headers: %v", after, key, err)
+		}
+	default:
+		if err != nil {
+			t.Fatalf("after %s: GET %s: %v", after, key, err)
+		}
+		body, _ := io.ReadAll(out.Body)
+		out.Body.Close()
+		id := aws.ToString(out.VersionId)
+		if m.state == "" && vs[0].id == "null" && id == "" {
+			id = "null" // no versioning: no header, as S3
+		}
+		if string(body) != vs[0].data || id != vs[0].id {
+			t.Fatalf("after %s: GET %s = %q version %q, want %q version %q", after, key, body, id, vs[0].data, vs[0].id)
+		}
+	}
+	for _, v := range vs {
+		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: aws.String(v.id)})
+		if v.marker {
+			if errorCode(err) != "MethodNotAllowed" {
+				t.Fatalf("after %s: GET marker %s of %s: %v", after, v.id, key, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("after %s: GET version %s of %s: %v", after, v.id, key, err)
+		}
+		body, _ := io.ReadAll(out.Body)
+		out.Body.Close()
+		if !bytes.Equal(body, []byte(v.data)) {
+			t.Fatalf("after %s: GET version %s of %s = %q, want %q", after, v.id, key, body, v.data)
+		}
+	}
+}
+
+// Paging ListObjectVersions through thousands of versions of a few keys
+// (and a delimiter's common prefixes) returns every version once, each
+// key's newest first, with every page size; the version-id-marker of a
+// page that ended inside a key resumes inside it.
+func TestListObjectVersionsPagesThousands(t *testing.T) {
+	e := newEnv(t)
+	c := e.root()
+	ctx := context.Background()
+	e.mustCreateBucket("many")
+	e.enableVersioning("many")
+	want := map[string][]string{} // key -> version IDs, oldest first
+	keys := []string{"cam/1.ts", "cam/2.ts", "index.m3u8", "z"}
+	for i := range 2400 {
+		key := keys[i%len(keys)]
+		if i%97 == 0 {
+			out, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("many"), Key: aws.String(key)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[key] = append(want[key], aws.ToString(out.VersionId))
+			continue
+		}
+		out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("many"), Key: aws.String(key), Body: strings.NewReader(fmt.Sprint(i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[key] = append(want[key], aws.ToString(out.VersionId))
+	}
+	for _, pageSize := range []int32{1000, 333, 7} {
+		got := map[string][]string{}
+		pages := 0
+		p := s3.NewListObjectVersionsPaginator(c, &s3.ListObjectVersionsInput{Bucket: aws.String("many"), MaxKeys: aws.Int32(pageSize)})
+		for p.HasMorePages() {
+			res, err := p.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			type entry struct {
+				key, id string
+			}
+			var page []entry
+			for _, v := range res.Versions {
+				page = append(page, entry{aws.ToString(v.Key), aws.ToString(v.VersionId)})
+			}
+			for _, d := range res.DeleteMarkers {
+				page = append(page, entry{aws.ToString(d.Key), aws.ToString(d.VersionId)})
+			}
+			// Newest first within a key: version IDs (hex of a growing
+			// number) descend.
+			slices.SortStableFunc(page, func(a, b entry) int {
+				if a.key != b.key {
+					return strings.Compare(a.key, b.key)
+				}
+				return strings.Compare(b.id, a.id)
+			})
+			for _, en := range page {
+				got[en.key] = append(got[en.key], en.id)
+			}
+		}
+		for _, key := range keys {
+			w := slices.Clone(want[key])
+			slices.Reverse(w)
+			if !slices.Equal(got[key], w) {
+				t.Fatalf("page size %d: %s: %d versions listed, want %d (first differences: %v vs %v)", pageSize, key, len(got[key]), len(w), head(got[key]), head(w))
+			}
+		}
+		if min := (2400 + int(pageSize) - 1) / int(pageSize); pages < min {
+			t.Fatalf("page size %d: %d pages", pageSize, pages)
+		}
+	}
+	// With a delimiter the two cam/ keys roll up into one prefix.
+	res, err := c.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String("many"), Delimiter: aws.String("/"), MaxKeys: aws.Int32(1000)})
+	if err != nil || len(res.CommonPrefixes) != 1 || aws.ToString(res.CommonPrefixes[0].Prefix) != "cam/" {
+		t.Fatalf("delimiter: %+v %v", res.CommonPrefixes, err)
+	}
+	// A version-id-marker without a key-marker, or a malformed one, is refused.
+	_, err = c.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String("many"), VersionIdMarker: aws.String("null")})
+	wantCode(t, err, "InvalidArgument")
+	_, err = c.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String("many"), KeyMarker: aws.String("z"), VersionIdMarker: aws.String("x")})
+	wantCode(t, err, "InvalidArgument")
+}
+
+func head(s []string) []string { return s[:min(len(s), 3)] }
+
+// Operations addressed to one version: CopyObject from a source version,
+// tagging and ACL of a version, HEAD of a delete marker, DeleteObjects
+// with version IDs, and a multipart completion creating a version.
+func TestOperationsByVersionID(t *testing.T) {
+	e := newEnv(t)
+	c := e.root()
+	ctx := context.Background()
+	e.mustCreateBucket("byver")
+	e.enableVersioning("byver")
+	putV := func(key, body string) string {
+		out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("byver"), Key: aws.String(key), Body: strings.NewReader(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.VersionId)
+	}
+	v1, v2 := putV("k", "one"), putV("k", "two")
+
+	cp, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("byver"), Key: aws.String("copy"), CopySource: aws.String("byver/k?versionId=" + v1)})
+	if err != nil || aws.ToString(cp.CopySourceVersionId) != v1 || aws.ToString(cp.VersionId) == "" {
+		t.Fatalf("copy of version 1: %+v %v", cp, err)
+	}
+	if got := string(e.mustGet("byver", "copy")); got != "one" {
+		t.Fatalf("copy of version 1 holds %q", got)
+	}
+	// The same key from an older version of itself: allowed (it restores it).
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("byver"), Key: aws.String("k"), CopySource: aws.String("byver/k?versionId=" + v1)}); err != nil {
+		t.Fatalf("restore version 1 by copy: %v", err)
+	}
+	if got := string(e.mustGet("byver", "k")); got != "one" {
+		t.Fatalf("restored %q", got)
+	}
+
+	if _, err := c.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: aws.String(v2),
+		Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String("state"), Value: aws.String("old")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	tags, err := c.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: aws.String(v2)})
+	if err != nil || len(tags.TagSet) != 1 || aws.ToString(tags.VersionId) != v2 {
+		t.Fatalf("tags of version 2: %+v %v", tags, err)
+	}
+	if cur, err := c.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String("byver"), Key: aws.String("k")}); err != nil || len(cur.TagSet) != 0 {
+		t.Fatalf("the current version got version 2's tags: %+v %v", cur, err)
+	}
+	if _, err := c.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: aws.String(v1)}); err != nil {
+		t.Fatalf("ACL of version 1: %v", err)
+	}
+	_, err = c.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: aws.String("00000000000fffff")})
+	wantCode(t, err, "NoSuchVersion")
+
+	del, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("byver"), Key: aws.String("k")})
+	if err != nil || !aws.ToBool(del.DeleteMarker) {
+		t.Fatalf("delete: %+v %v", del, err)
+	}
+	_, err = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: del.VersionId})
+	var re *awshttp.ResponseError
+	if !errors.As(err, &re) || re.Response.StatusCode != 405 || re.Response.Header.Get("x-amz-delete-marker") != "true" {
+		t.Fatalf("HEAD of a delete marker: %v", err)
+	}
+	_, err = c.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: del.VersionId,
+		Tagging: &types.Tagging{TagSet: []types.Tag{}}})
+	wantCode(t, err, "MethodNotAllowed")
+
+	out, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String("byver"), Delete: &types.Delete{Objects: []types.ObjectIdentifier{
+		{Key: aws.String("k"), VersionId: del.VersionId}, {Key: aws.String("k"), VersionId: aws.String(v2)}, {Key: aws.String("copy")}}}})
+	if err != nil || len(out.Deleted) != 3 || len(out.Errors) != 0 {
+		t.Fatalf("delete objects: %+v %v", out, err)
+	}
+	for _, d := range out.Deleted {
+		switch {
+		case aws.ToString(d.VersionId) == aws.ToString(del.VersionId) && !aws.ToBool(d.DeleteMarker):
+			t.Errorf("removing a marker is reported without DeleteMarker: %+v", d)
+		case aws.ToString(d.Key) == "copy" && (!aws.ToBool(d.DeleteMarker) || aws.ToString(d.DeleteMarkerVersionId) == ""):
+			t.Errorf("a new marker is reported without its version: %+v", d)
+		}
+	}
+	// With its marker gone, k's newest version (the restore) is current.
+	if got := string(e.mustGet("byver", "k")); got != "one" {
+		t.Fatalf("after removing the marker: %q", got)
+	}
+
+	// A multipart completion is a new version.
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("byver"), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("byver"), Key: aws.String("k"), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: strings.NewReader("multi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("byver"), Key: aws.String("k"), UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: part.ETag, PartNumber: aws.Int32(1)}}}})
+	if err != nil || aws.ToString(done.VersionId) == "" {
+		t.Fatalf("complete: %+v %v", done, err)
+	}
+	got, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("byver"), Key: aws.String("k"), VersionId: aws.String(v1)})
+	if err != nil {
+		t.Fatalf("version 1 after the multipart version: %v", err)
+	}
+	body, _ := io.ReadAll(got.Body)
+	got.Body.Close()
+	if string(body) != "one" {
+		t.Fatalf("version 1 holds %q", body)
+	}
+}
+
+func (e *testEnv) enableVersioning(bucket string) {
+	e.t.Helper()
+	if _, err := e.root().PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		e.t.Fatal(err)
+	}
+}

@@ -2,14 +2,19 @@ package admin
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/b3-storage/b3/internal/iolimit"
+	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/s3api"
 	"github.com/b3-storage/b3/internal/vfs"
@@ -110,5 +115,53 @@ func TestMetricsParse(t *testing.T) {
 	c := &Client{Endpoint: hs.URL, Token: "secret"}
 	if _, err := c.SetLimits(context.Background(), iolimit.Limits{WriteBytesPerSec: 1 << 20}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDeleteVersionedBucket: `buckets delete --force` empties a bucket
+// that has had versioning (every version and delete marker, not only the
+// current objects), and refuses one holding a version under retention.
+func TestDeleteVersionedBucket(t *testing.T) {
+	srv, hs, _ := newTestServer(t)
+	store := srv.cfg.Store
+	ctx := context.Background()
+	put := func(bucket, key string, o *meta.Object) {
+		t.Helper()
+		if o == nil {
+			o = &meta.Object{}
+		}
+		if _, err := store.PutObject(ctx, objstore.PutInput{Bucket: bucket, Key: key, Body: strings.NewReader("v"), Object: o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"versioned", "locked"} {
+		if _, err := store.CreateBucket(&meta.Bucket{Name: name, Owner: "AKID"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.SetBucketVersioning(name, meta.VersioningEnabled); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		put("versioned", fmt.Sprint("k", i%2), nil) // two keys, three versions
+	}
+	if _, err := store.DeleteObject("versioned", "k0"); err != nil { // a delete marker
+		t.Fatal(err)
+	}
+	put("locked", "evidence", &meta.Object{LockMode: meta.LockCompliance, RetainUntil: time.Now().Add(time.Hour)})
+
+	c := &Client{Endpoint: hs.URL, Token: "secret", HTTP: http.DefaultClient}
+	res, err := c.DeleteBucket(ctx, "versioned", true)
+	if err != nil || res.ObjectsDeleted != 4 {
+		t.Fatalf("force delete of a versioned bucket: %+v, %v; want its 3 versions and 1 marker deleted", res, err)
+	}
+	if _, err := store.GetBucket("versioned"); !errors.Is(err, objstore.ErrNoSuchBucket) {
+		t.Fatalf("bucket still there: %v", err)
+	}
+	if _, err := c.DeleteBucket(ctx, "locked", true); err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("force delete of a bucket with a locked version: %v, want a refusal naming the lock", err)
+	}
+	if _, err := store.GetBucket("locked"); err != nil {
+		t.Fatalf("the locked bucket: %v, want it kept", err)
 	}
 }

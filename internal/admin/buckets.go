@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"time"
@@ -156,6 +157,11 @@ func (s *Server) deleteBucket(w http.ResponseWriter, r *http.Request) error {
 // rounds of at most 1000 (a scan holds a snapshot; deletes go through
 // the store as a client's would).
 func (s *Server) emptyBucket(ctx context.Context, bucket string, res *BucketDeleted) error {
+	if b, err := s.cfg.Store.GetBucket(bucket); err == nil && b.Versioning != "" {
+		if err := s.emptyVersions(ctx, bucket, res); err != nil {
+			return err
+		}
+	}
 	errFull := errors.New("round full")
 	for {
 		var keys []string
@@ -232,4 +238,32 @@ func (s *Server) chownAll(from, to string) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// emptyVersions removes every version and delete marker of a bucket that
+// has had versioning, a page at a time. A version under Object Lock
+// retention or legal hold is not removed (the store refuses it): the
+// delete then fails and says so, as locks bind the admin API too.
+func (s *Server) emptyVersions(ctx context.Context, bucket string, res *BucketDeleted) error {
+	for {
+		page, err := s.cfg.Store.ListVersions(bucket, objstore.VersionListOptions{MaxKeys: 1000})
+		if err != nil {
+			return err
+		}
+		if len(page.Versions) == 0 {
+			return nil
+		}
+		for _, v := range page.Versions {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if _, err := s.cfg.Store.DeleteVersioned(bucket, v.Key, objstore.VersionID(v), false); err != nil {
+				if errors.Is(err, objstore.ErrObjectLocked) {
+					return &httpError{http.StatusConflict, fmt.Sprintf("bucket %s: version %s of %q is locked (Object Lock); it cannot be deleted before its retention ends", bucket, objstore.VersionID(v), v.Key)}
+				}
+				return err
+			}
+			res.ObjectsDeleted++
+		}
+	}
 }

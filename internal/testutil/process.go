@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,7 +21,6 @@ import (
 
 var build struct {
 	once sync.Once
-	dir  string
 	path string
 	err  error
 }
@@ -36,15 +37,21 @@ func Binary(t testing.TB) string {
 
 // BuildBinary is Binary for TestMain. It builds without -race: the
 // detector instruments only the test process that runs the binary.
+//
+// The binary is <tmp>/b3-testbin/b3-<pid>. A test process cannot remove
+// its own at exit (there is no hook for that in a shared package), so
+// each build first removes those of processes that have ended: at most
+// one binary per running test process is left.
 func BuildBinary() (string, error) {
 	build.once.Do(func() {
-		build.dir, build.err = os.MkdirTemp("", "b3-bin-")
-		if build.err != nil {
+		dir := filepath.Join(os.TempDir(), "b3-testbin")
+		if build.err = os.MkdirAll(dir, 0o755); build.err != nil {
 			return
 		}
+		removeStaleBinaries(dir)
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..")
-		build.path = filepath.Join(build.dir, "b3")
+		build.path = filepath.Join(dir, fmt.Sprintf("b3-%d", os.Getpid()))
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", build.path, "./cmd/b3")
@@ -54,6 +61,20 @@ func BuildBinary() (string, error) {
 		}
 	})
 	return build.path, build.err
+}
+
+// removeStaleBinaries removes dir's b3-<pid> files whose process is gone.
+func removeStaleBinaries(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "b3-"))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // FreeAddr returns a 127.0.0.1 address with a port free right now, below

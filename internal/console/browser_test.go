@@ -234,6 +234,33 @@ func TestConsoleBrowser(t *testing.T) {
 	// The other main pages, for the documentation's pictures.
 	run("settings", chromedp.Navigate(consoleURL+"#/settings/media"), present(chromedp.CSS("#usage")))
 	shot("settings")
+
+	// Public access from the settings page: lift Block Public Access, save
+	// the public-read policy template; an unsigned GET then reads an
+	// object (it was AccessDenied before).
+	anonymous := func() int {
+		resp, err := http.Get(srv.Endpoint() + "/media/image.png")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := anonymous(); code != http.StatusForbidden {
+		t.Fatalf("anonymous GET of a new bucket's object: %d, want 403", code)
+	}
+	toastSaid := func(text string) chromedp.Action[chromedp.Void] {
+		return waitTrue(`[...document.querySelectorAll('.toast')].some(t => t.textContent === '` + text + `')`)
+	}
+	run("lift Block Public Access", present(chromedp.CSS("#pab-save")),
+		chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('input[id^="pab-"]').forEach(b => { b.checked = false })`),
+		chromedp.Click(chromedp.ID("pab-save")), toastSaid("Block Public Access saved"))
+	run("save the public-read policy",
+		chromedp.Click(chromedp.ID("policy-template")),
+		chromedp.Click(chromedp.ID("policy-save")), toastSaid("Policy saved"))
+	if code := anonymous(); code != http.StatusOK {
+		t.Fatalf("anonymous GET after the console made the bucket public: %d, want 200", code)
+	}
 	run("operations", chromedp.Navigate(consoleURL+"#/ops"), present(chromedp.CSS("#users table")))
 	if os.Getenv("B3_CONSOLE_SCREENSHOTS") != "" {
 		// Charts need a few samples (5 s apart) and some traffic.

@@ -24,8 +24,56 @@ async function usageCard(card, bucket) {
     el('tr', {}, el('td', { text: 'Bytes' }), el('td', { class: 'num', text: fmtBytes(u.bytes) + ' (' + u.bytes + ')' }))));
 }
 
+// accessCard shows who may reach the bucket without its owner's keys:
+// Block Public Access (new buckets start with all four settings on), the
+// bucket policy (with a template that makes every object readable), and
+// the canned ACL where the bucket's ownership controls enable ACLs.
 async function accessCard(card, bucket) {
   card.append(el('h2', { text: 'Public access' }));
+  const pabNames = ['BlockPublicAcls', 'IgnorePublicAcls', 'BlockPublicPolicy', 'RestrictPublicBuckets'];
+  let pab = {};
+  try {
+    const { doc } = await s3('GET', bucket, '', 'publicAccessBlock', { xml: true });
+    for (const n of pabNames) pab[n] = xtext(doc, n) === 'true';
+  } catch (err) { if (err.code !== 'NoSuchPublicAccessBlockConfiguration') throw err; }
+  const boxes = pabNames.map(n => el('input', { type: 'checkbox', id: 'pab-' + n, checked: !!pab[n] }));
+  card.append(el('p', { class: 'muted', text: 'Block Public Access: with these on, no ACL or policy can make the bucket public.' }),
+    el('div', {}, pabNames.map((n, i) => el('label', { class: 'row' }, boxes[i], n))),
+    el('div', { class: 'row' }, el('button', { id: 'pab-save', text: 'Save', onclick: async () => {
+      try {
+        if (boxes.every(b => !b.checked)) await s3('DELETE', bucket, '', 'publicAccessBlock');
+        else await s3('PUT', bucket, '', 'publicAccessBlock', { body: xmlDoc('PublicAccessBlockConfiguration', pabNames.map((n, i) => [n, boxes[i].checked ? 'true' : 'false'])), headers: { 'Content-Type': 'application/xml' } });
+        toast('Block Public Access saved');
+      } catch (err) { toast(err.message, true); }
+    } })));
+
+  let policy = '';
+  try {
+    const { res } = await s3('GET', bucket, '', 'policy');
+    policy = await res.text();
+  } catch (err) { if (err.code !== 'NoSuchBucketPolicy') throw err; }
+  const text = el('textarea', { id: 'policy', rows: 8, spellcheck: false, value: policy });
+  const publicRead = JSON.stringify({ Version: '2012-10-17', Statement: [{ Sid: 'PublicRead', Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: 'arn:aws:s3:::' + bucket + '/*' }] }, null, 2);
+  card.append(el('p', { class: 'muted', text: 'Bucket policy (JSON, as on AWS); empty: none.' }), text,
+    el('div', { class: 'row' },
+      el('button', { id: 'policy-template', text: 'Public read template', onclick: () => { text.value = publicRead; } }),
+      el('button', { id: 'policy-save', text: 'Save policy', onclick: async () => {
+        try {
+          if (text.value.trim() === '') await s3('DELETE', bucket, '', 'policy');
+          else await s3('PUT', bucket, '', 'policy', { body: text.value, headers: { 'Content-Type': 'application/json' } });
+          toast(text.value.trim() === '' ? 'Policy removed' : 'Policy saved');
+        } catch (err) { toast(err.message, true); }
+      } })));
+
+  let enforced = false;
+  try {
+    const { doc } = await s3('GET', bucket, '', 'ownershipControls', { xml: true });
+    enforced = xtext(doc, 'ObjectOwnership') === 'BucketOwnerEnforced';
+  } catch (err) { if (err.code !== 'OwnershipControlsNotFoundError') throw err; }
+  if (enforced) {
+    card.append(el('p', { class: 'muted', text: 'ACLs are disabled (object ownership: BucketOwnerEnforced); access is the policy\'s alone.' }));
+    return;
+  }
   const { doc } = await s3('GET', bucket, '', 'acl', { xml: true });
   let acl = 'private';
   for (const g of xall(doc, 'Grant')) {
@@ -35,9 +83,9 @@ async function accessCard(card, bucket) {
     }
   }
   const sel = el('select', { id: 'acl' }, ['private', 'public-read', 'public-read-write'].map(v => el('option', { value: v, text: v, selected: v === acl })));
-  card.append(el('p', { class: 'muted', text: 'public-read lets anyone list and read objects without credentials; public-read-write also lets anyone write them.' }),
-    el('div', { class: 'row' }, sel, el('button', { text: 'Save', onclick: async () => {
-      try { await s3('PUT', bucket, '', 'acl', { headers: { 'x-amz-acl': sel.value } }); toast('Access: ' + sel.value); } catch (err) { toast(err.message, true); }
+  card.append(el('p', { class: 'muted', text: 'Canned ACL: public-read lets anyone list the bucket; public-read-write also lets anyone write to it.' }),
+    el('div', { class: 'row' }, sel, el('button', { text: 'Save ACL', onclick: async () => {
+      try { await s3('PUT', bucket, '', 'acl', { headers: { 'x-amz-acl': sel.value } }); toast('ACL: ' + sel.value); } catch (err) { toast(err.message, true); }
     } })));
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"debug/elf"
@@ -10,17 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/b3-storage/b3/internal/server"
+	"github.com/b3-storage/b3/internal/testutil"
 )
 
 // buildStatic builds the b3 binary as the Dockerfile does (CGO_ENABLED=0)
@@ -72,56 +68,6 @@ func TestStaticBinary(t *testing.T) {
 	}
 }
 
-// proc is a `b3 server` process.
-type proc struct {
-	cmd      *exec.Cmd
-	endpoint string
-	exited   chan error
-}
-
-var bannerRE = regexp.MustCompile(`S3 API on (http://\S+)`)
-
-func startProc(t *testing.T, bin, root string) *proc {
-	t.Helper()
-	cmd := exec.Command(bin, "server", "--data", root, "--address", "127.0.0.1:0", "--admin-address", "", "--console-address", "", "--log-level", "warn")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, exited: make(chan error, 1)}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := bannerRE.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
-	go func() { p.exited <- cmd.Wait() }()
-	select {
-	case p.endpoint = <-found:
-	case err := <-p.exited:
-		t.Fatalf("server exited: %v\n%s", err, stderr.String())
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("server did not start:\n%s", stderr.String())
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-p.exited
-		}
-	})
-	return p
-}
-
 // TestSIGTERMKeepsAcknowledgedWrites: SIGTERM while clients upload; the
 // server drains and exits 0; after a restart every object whose PUT was
 // acknowledged reads back identical.
@@ -130,19 +76,10 @@ func TestSIGTERMKeepsAcknowledgedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := t.TempDir()
-	p := startProc(t, bin, root)
-	user, _, err := server.LoadOrCreateCredentials(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := func(endpoint string) *s3.Client {
-		return s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
-			Credentials:      credentials.NewStaticCredentialsProvider(user.AccessKey, user.SecretKey, ""),
-			RetryMaxAttempts: 1})
-	}
+	srv := testutil.StartServer(t, testutil.ServerOptions{Binary: bin, NoAdmin: true, Args: []string{"--console-address", "", "--log-level", "warn"}})
+	client := func() *s3.Client { return srv.Client(30 * time.Second) }
 	ctx := context.Background()
-	c := client(p.endpoint)
+	c := client()
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("drain")}); err != nil {
 		t.Fatal(err)
 	}
@@ -176,16 +113,15 @@ func TestSIGTERMKeepsAcknowledgedWrites(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-p.exited; err != nil {
+	if err := srv.Stop(); err != nil {
 		t.Fatalf("server exit after SIGTERM: %v", err)
 	}
 	wg.Wait()
 
-	p = startProc(t, bin, root)
-	c = client(p.endpoint)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c = client()
 	for key := range acked {
 		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("drain"), Key: aws.String(key)})
 		if err != nil {
@@ -198,8 +134,7 @@ func TestSIGTERMKeepsAcknowledgedWrites(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged objects survived SIGTERM and restart", len(acked))
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := <-p.exited; err != nil {
+	if err := srv.Stop(); err != nil {
 		t.Fatalf("second exit: %v", err)
 	}
 }

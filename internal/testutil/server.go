@@ -28,6 +28,8 @@ type ServerOptions struct {
 	SecretKey string // default "test/secret/key/000000000000000000000000"
 	// NoAdmin starts the server without an admin listener.
 	NoAdmin bool
+	// Binary is the b3 command to run; default Binary's build.
+	Binary string
 	// CA, if set, serves S3 over HTTPS with a certificate it issued
 	// (Server.TLSCert, TLSKey); the server's clients trust it.
 	CA *CA
@@ -94,10 +96,14 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.AccessKey == "" {
 		opts.AccessKey, opts.SecretKey = "TESTACCESSKEY0000000", "test/secret/key/000000000000000000000000"
 	}
-	bin, err := BuildBinary()
-	if err != nil {
-		return nil, err
+	bin := opts.Binary
+	if bin == "" {
+		var err error
+		if bin, err = BuildBinary(); err != nil {
+			return nil, err
+		}
 	}
+	var err error
 	if opts.CA != nil && opts.tlsCert == "" {
 		return nil, errors.New("testutil.NewServer: a CA needs StartServer")
 	}

@@ -59,11 +59,7 @@ func TestACLDecisions(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	otherID := CanonicalID(otherUser.AccessKey)
-	type check struct {
-		who  string
-		call s3Call
-		want string
-	}
+	type check = accessCheck
 	cases := []struct {
 		name   string
 		setup  func(t *testing.T, bucket string)
@@ -203,12 +199,7 @@ func TestACLDecisions(t *testing.T) {
 			if c.setup != nil {
 				c.setup(t, bucket)
 			}
-			for j, ch := range c.checks {
-				err := ch.call(ctx, clients[ch.who], bucket)
-				if got := errorCode(err); got != ch.want {
-					t.Errorf("check %d (%s): got %q (%v), want %q", j, ch.who, got, err, ch.want)
-				}
-			}
+			runAccessChecks(t, ctx, clients, bucket, c.checks)
 		})
 	}
 }

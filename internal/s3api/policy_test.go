@@ -92,11 +92,7 @@ func policyDoc(statements ...string) string {
 func TestBucketPolicyDecisions(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	type check struct {
-		who  string // "root", "other", "anon"
-		call s3Call
-		want string // "" allowed, else the error code
-	}
+	type check = accessCheck
 	cases := []struct {
 		name   string
 		policy string
@@ -227,13 +223,28 @@ func TestBucketPolicyDecisions(t *testing.T) {
 			if _, err := e.root().PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: &bucket, Policy: &doc}); err != nil {
 				t.Fatal(err)
 			}
-			for j, ch := range c.checks {
-				err := ch.call(ctx, clients[ch.who], bucket)
-				if got := errorCode(err); got != ch.want {
-					t.Errorf("check %d (%s): got %q (%v), want %q", j, ch.who, got, err, ch.want)
-				}
-			}
+			runAccessChecks(t, ctx, clients, bucket, c.checks)
 		})
+	}
+}
+
+// accessCheck is one request of a decision table: who sends it, the
+// call, and the error code it must get ("" for allowed).
+type accessCheck struct {
+	who  string // "root", "other", "anon"
+	call s3Call
+	want string // "" allowed, else the error code
+}
+
+// runAccessChecks runs the checks against bucket, each with its sender's
+// client, and reports every outcome that differs.
+func runAccessChecks(t *testing.T, ctx context.Context, clients map[string]*s3.Client, bucket string, checks []accessCheck) {
+	t.Helper()
+	for j, ch := range checks {
+		err := ch.call(ctx, clients[ch.who], bucket)
+		if got := errorCode(err); got != ch.want {
+			t.Errorf("check %d (%s): got %q (%v), want %q", j, ch.who, got, err, ch.want)
+		}
 	}
 }
 

@@ -417,7 +417,7 @@ func (l localLifecycle) Settle(seen *meta.Object) (LifecycleOutcome, error) {
 	// whose version is reserved before any lock is taken.
 	var marker uint64
 	if bk, err := s.GetBucket(seen.Bucket); err == nil && bk.Versioning != "" {
-		if _, due := s.LifecycleDue(seen); due {
+		if want := s.expiryOf(s.rulesOf(bk), seen); !want.IsZero() && !s.now().Before(want) {
 			if marker, err = s.meta.NextVersion(); err != nil {
 				return LifecycleUnchanged, fmt.Errorf("reserve version: %w", err)
 			}

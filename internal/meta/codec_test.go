@@ -113,7 +113,9 @@ var codecCases = []codecCase{
 	{
 		name: "upload",
 		values: []any{fullUpload(), &Upload{Bucket: "b", UploadID: NewUploadID(1)},
-			&Upload{Bucket: "b", UploadID: NewUploadID(2), Grants: []Grant{{Grantee: "c0ffee", Permission: "READ"}}}},
+			&Upload{Bucket: "b", UploadID: NewUploadID(2), Grants: []Grant{{Grantee: "c0ffee", Permission: "READ"}}},
+			&Upload{Bucket: "b", UploadID: NewUploadID(3), LockMode: LockCompliance, RetainUntil: ts(9)},
+			&Upload{Bucket: "b", UploadID: NewUploadID(4), Grants: []Grant{}, LegalHold: true}},
 		encode: func(v any) []byte { return encodeUpload(v.(*Upload)) },
 		decode: func(v any, data []byte) (any, error) {
 			u := v.(*Upload)
@@ -334,6 +336,18 @@ func TestAccessFormatsKeepOldRecords(t *testing.T) {
 	}
 	if v := encodeObject(grantedObject(false))[0]; v != objectFormatSettings {
 		t.Fatalf("object with grants written as format %d", v)
+	}
+	for _, c := range []struct {
+		u    *Upload
+		want byte
+	}{
+		{fullUpload(), uploadFormat},
+		{&Upload{Grants: []Grant{}}, uploadFormatGrants},
+		{&Upload{LegalHold: true}, uploadFormatLock},
+	} {
+		if v := encodeUpload(c.u)[0]; v != c.want {
+			t.Errorf("upload %+v written as format %d, want %d", c.u, v, c.want)
+		}
 	}
 	if v := encodeBucket(accessBucket())[0]; v != bucketFormatSettings {
 		t.Fatalf("bucket with access settings written as format %d", v)

@@ -17,21 +17,30 @@ package meta
 //	| tags                  |  map
 //	| checksum algorithm    |  string
 //	| checksum type         |  string
-//	| grants                |  grants; format 2 only
+//	| grants                |  grants; formats 2 and 3
+//	| lock mode             |  string; format 3 only
+//	| retain until          |  time; format 3 only
+//	| legal hold            |  byte 0 or 1; format 3 only
 //	+-----------------------+
 //
 // Bucket, key and upload ID are the pebble key
 // ("u" bucket 0x00 key 0x00 uploadID). Format 2 adds the ACL the object
-// will get (Upload.Grants); uploads without one are written as format 1.
+// will get (Upload.Grants); format 3 adds the Object Lock settings asked
+// for at create. Each upload is written in the lowest format that holds
+// it: one without grants or lock is format 1, byte for byte as before.
 const (
 	uploadFormat       = 1
 	uploadFormatGrants = 2
+	uploadFormatLock   = 3
 )
 
 func encodeUpload(u *Upload) []byte {
 	e := encoder{buf: make([]byte, 0, 96)}
 	format := byte(uploadFormat)
-	if u.Grants != nil {
+	switch {
+	case u.LockMode != "" || !u.RetainUntil.IsZero() || u.LegalHold:
+		format = uploadFormatLock
+	case u.Grants != nil:
 		format = uploadFormatGrants
 	}
 	e.byte1(format)
@@ -42,15 +51,24 @@ func encodeUpload(u *Upload) []byte {
 	e.strMap(u.UserMeta)
 	e.strMap(u.Tags)
 	e.strs(u.ChecksumAlgorithm, u.ChecksumType)
-	if format == uploadFormatGrants {
+	if format >= uploadFormatGrants {
 		e.grants(u.Grants)
+	}
+	if format == uploadFormatLock {
+		e.str(u.LockMode)
+		e.time(u.RetainUntil)
+		hold := byte(0)
+		if u.LegalHold {
+			hold = 1
+		}
+		e.byte1(hold)
 	}
 	return e.buf
 }
 
 func decodeUpload(bucket, key, uploadID string, value []byte) (*Upload, error) {
 	d := decoder{buf: value}
-	format := d.version("upload", uploadFormat, uploadFormatGrants)
+	format := d.version("upload", uploadFormat, uploadFormatGrants, uploadFormatLock)
 	u := &Upload{Bucket: bucket, Key: key, UploadID: uploadID}
 	u.Version = d.uvarint()
 	u.Initiated = d.time()
@@ -59,8 +77,19 @@ func decodeUpload(bucket, key, uploadID string, value []byte) (*Upload, error) {
 	u.UserMeta = d.strMap()
 	u.Tags = d.strMap()
 	d.strs(&u.ChecksumAlgorithm, &u.ChecksumType)
-	if format == uploadFormatGrants {
+	if format >= uploadFormatGrants {
 		u.Grants = d.grants()
+	}
+	if format == uploadFormatLock {
+		u.LockMode = d.str()
+		u.RetainUntil = d.time()
+		switch d.byte1() {
+		case 0:
+		case 1:
+			u.LegalHold = true
+		default:
+			d.fail("legal hold")
+		}
 	}
 	if err := d.finish("upload " + uploadID); err != nil {
 		return nil, err

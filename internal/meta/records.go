@@ -187,6 +187,13 @@ type Upload struct {
 	// Grants is the ACL the object gets when the upload completes; nil
 	// is the default (see Object.Grants).
 	Grants []Grant
+	// LockMode, RetainUntil and LegalHold are the Object Lock settings
+	// asked for at create; the completed object gets them (see
+	// Object.LockMode). An upload without them gets the bucket's default
+	// retention at completion.
+	LockMode    string
+	RetainUntil time.Time
+	LegalHold   bool
 }
 
 // Part is one uploaded part of a multipart upload. A re-uploaded part

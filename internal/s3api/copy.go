@@ -117,9 +117,11 @@ func (s *Server) copyObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if err := lockFromHeaders(rq, replacement); err != nil {
+	lock, err := lockFromHeaders(rq)
+	if err != nil {
 		return err
 	}
+	lock.applyTo(replacement)
 	precondition, err := putPrecondition(rq.Header)
 	if err != nil {
 		return err

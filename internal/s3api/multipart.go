@@ -35,15 +35,20 @@ func (s *Server) createUpload(rq *request) error {
 	if err != nil {
 		return err
 	}
-	// The upload record keeps no lock: the completed object gets the
-	// bucket's default retention. A lock asked for here is refused rather
-	// than dropped.
-	for _, h := range []string{"x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date", "x-amz-object-lock-legal-hold"} {
-		if rq.Header.Get(h) != "" {
-			return errNotImplemented.withMessage("Object Lock headers on CreateMultipartUpload are not supported; the bucket's default retention applies to the completed object")
-		}
-	}
 	up := &meta.Upload{Bucket: rq.bucket, Key: rq.key, Owner: obj.Owner, Tags: obj.Tags, Grants: obj.Grants}
+	// A lock asked for here is checked now and kept in the upload for the
+	// completed object; without one, the object gets the bucket's default
+	// retention when it completes (its creation).
+	if hasLockHeaders(rq.Header) {
+		lock, err := lockFromHeaders(rq)
+		if err != nil {
+			return err
+		}
+		if rq.Header.Get("x-amz-object-lock-mode") != "" {
+			up.LockMode, up.RetainUntil = lock.Mode, lock.Until
+		}
+		up.LegalHold = lock.Hold
+	}
 	attrsOfObject(obj).toUpload(up)
 	if name := rq.Header.Get(checksum.HeaderAlgorithm); name != "" {
 		alg, ok := checksum.ParseAlgorithm(name)
@@ -254,7 +259,10 @@ func (s *Server) completeUpload(rq *request) error {
 		if err := declared.Verify(alg, typ, obj.Checksum); err != nil {
 			return nil, err
 		}
-		obj.LockMode, obj.RetainUntil = defaultRetentionOf(rq.bucketRec, time.Now())
+		obj.LockMode, obj.RetainUntil, obj.LegalHold = up.LockMode, up.RetainUntil, up.LegalHold
+		if up.LockMode == "" {
+			obj.LockMode, obj.RetainUntil = defaultRetentionOf(rq.bucketRec, time.Now())
+		}
 		return obj, nil
 	}
 	obj, err := s.store.CompleteUpload(rq.bucket, rq.key, rq.query.Get("uploadId"), numbers, build, precondition)

@@ -70,9 +70,11 @@ func (s *Server) putObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if err := lockFromHeaders(rq, obj); err != nil {
+	lock, err := lockFromHeaders(rq)
+	if err != nil {
 		return err
 	}
+	lock.applyTo(obj)
 	precondition, err := putPrecondition(rq.Header)
 	if err != nil {
 		return err

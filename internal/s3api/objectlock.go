@@ -120,38 +120,57 @@ func (s *Server) putObjectLockConfiguration(rq *request) error {
 	return writeEmpty(rq, http.StatusOK)
 }
 
-// lockFromHeaders applies the x-amz-object-lock-* headers of a write, or
-// else the bucket's default retention, to obj.
-func lockFromHeaders(rq *request, obj *meta.Object) error {
+// objectLock is the Object Lock of one write: a retention (Mode and
+// Until, both set or both empty) and a legal hold.
+type objectLock struct {
+	Mode  string
+	Until time.Time
+	Hold  bool
+}
+
+// lockFromHeaders reads the x-amz-object-lock-* headers of a write; a
+// write without a retention of its own gets the bucket's default one.
+func lockFromHeaders(rq *request) (objectLock, error) {
+	var l objectLock
 	h := rq.Header
 	mode, until, hold := h.Get("x-amz-object-lock-mode"), h.Get("x-amz-object-lock-retain-until-date"), h.Get("x-amz-object-lock-legal-hold")
-	if mode == "" && until == "" && hold == "" {
-		obj.LockMode, obj.RetainUntil = defaultRetentionOf(rq.bucketRec, time.Now())
-		return nil
+	if !hasLockHeaders(h) {
+		l.Mode, l.Until = defaultRetentionOf(rq.bucketRec, time.Now())
+		return l, nil
 	}
 	if !rq.bucketRec.ObjectLock {
-		return errNoLockConfig
+		return l, errNoLockConfig
 	}
 	switch hold {
 	case "", "OFF":
 	case "ON":
-		obj.LegalHold = true
+		l.Hold = true
 	default:
-		return errInvalidArgument.withMessage("Legal Hold must be either of 'ON' or 'OFF'")
+		return l, errInvalidArgument.withMessage("Legal Hold must be either of 'ON' or 'OFF'")
 	}
 	if (mode == "") != (until == "") {
-		return errInvalidArgument.withMessage("x-amz-object-lock-retain-until-date and x-amz-object-lock-mode must both be supplied")
+		return l, errInvalidArgument.withMessage("x-amz-object-lock-retain-until-date and x-amz-object-lock-mode must both be supplied")
 	}
 	if mode == "" {
-		obj.LockMode, obj.RetainUntil = defaultRetentionOf(rq.bucketRec, time.Now())
-		return nil
+		l.Mode, l.Until = defaultRetentionOf(rq.bucketRec, time.Now())
+		return l, nil
 	}
 	t, err := parseRetainUntil(mode, until)
 	if err != nil {
-		return err
+		return l, err
 	}
-	obj.LockMode, obj.RetainUntil = mode, t
-	return nil
+	l.Mode, l.Until = mode, t
+	return l, nil
+}
+
+// hasLockHeaders reports whether a write names a lock of its own.
+func hasLockHeaders(h http.Header) bool {
+	return h.Get("x-amz-object-lock-mode") != "" || h.Get("x-amz-object-lock-retain-until-date") != "" || h.Get("x-amz-object-lock-legal-hold") != ""
+}
+
+// applyTo sets obj's lock.
+func (l objectLock) applyTo(obj *meta.Object) {
+	obj.LockMode, obj.RetainUntil, obj.LegalHold = l.Mode, l.Until, l.Hold
 }
 
 func parseRetainUntil(mode, until string) (time.Time, error) {

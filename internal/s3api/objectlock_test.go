@@ -224,3 +224,69 @@ func TestObjectLockConfiguration(t *testing.T) {
 		ObjectLockMode: "FOREVER", ObjectLockRetainUntilDate: aws.Time(time.Now().Add(time.Hour))})
 	wantCode(t, err, "InvalidArgument")
 }
+
+// Object Lock asked for at CreateMultipartUpload: checked when the upload
+// is created, kept in the upload, and carried by the completed object; an
+// upload without a retention of its own gets the bucket's default one.
+func TestObjectLockMultipart(t *testing.T) {
+	e, _ := lockEnv(t)
+	c := e.root()
+	ctx := context.Background()
+	in2days := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	upload := func(bucket, key string, in *s3.CreateMultipartUploadInput) (*s3.CompleteMultipartUploadOutput, error) {
+		in.Bucket, in.Key = aws.String(bucket), aws.String(key)
+		up, err := c.CreateMultipartUpload(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		part, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: in.Bucket, Key: in.Key, UploadId: up.UploadId,
+			PartNumber: aws.Int32(1), Body: strings.NewReader("recording")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: in.Bucket, Key: in.Key, UploadId: up.UploadId,
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: part.ETag}}}})
+	}
+
+	done, err := upload("vault", "held.mp4", &s3.CreateMultipartUploadInput{ObjectLockMode: types.ObjectLockModeCompliance,
+		ObjectLockRetainUntilDate: aws.Time(in2days), ObjectLockLegalHoldStatus: types.ObjectLockLegalHoldStatusOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("vault"), Key: aws.String("held.mp4"), VersionId: done.VersionId})
+	if err != nil || head.ObjectLockMode != types.ObjectLockModeCompliance || !aws.ToTime(head.ObjectLockRetainUntilDate).Equal(in2days) ||
+		head.ObjectLockLegalHoldStatus != types.ObjectLockLegalHoldStatusOn {
+		t.Fatalf("completed upload's lock: %+v %v", head, err)
+	}
+	_, err = c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("vault"), Key: aws.String("held.mp4"), VersionId: done.VersionId,
+		BypassGovernanceRetention: aws.Bool(true)})
+	wantCode(t, err, "AccessDenied")
+
+	// A legal hold alone: the retention is the bucket's default.
+	if _, err := c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: aws.String("vault"),
+		ObjectLockConfiguration: &types.ObjectLockConfiguration{ObjectLockEnabled: types.ObjectLockEnabledEnabled,
+			Rule: &types.ObjectLockRule{DefaultRetention: &types.DefaultRetention{Mode: types.ObjectLockRetentionModeGovernance, Days: aws.Int32(1)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	done, err = upload("vault", "hold-only.mp4", &s3.CreateMultipartUploadInput{ObjectLockLegalHoldStatus: types.ObjectLockLegalHoldStatusOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("vault"), Key: aws.String("hold-only.mp4"), VersionId: done.VersionId})
+	if err != nil || head.ObjectLockMode != types.ObjectLockModeGovernance || time.Until(aws.ToTime(head.ObjectLockRetainUntilDate)) < 23*time.Hour ||
+		head.ObjectLockLegalHoldStatus != types.ObjectLockLegalHoldStatusOn {
+		t.Fatalf("legal hold with the default retention: %+v %v", head, err)
+	}
+
+	// Refused at create, with S3's codes.
+	_, err = c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("vault"), Key: aws.String("k"),
+		ObjectLockMode: types.ObjectLockModeCompliance, ObjectLockRetainUntilDate: aws.Time(time.Now().Add(-time.Hour))})
+	wantCode(t, err, "InvalidArgument")
+	_, err = c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("vault"), Key: aws.String("k"),
+		ObjectLockMode: types.ObjectLockModeCompliance})
+	wantCode(t, err, "InvalidArgument")
+	e.mustCreateBucket("plain")
+	_, err = c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("plain"), Key: aws.String("k"),
+		ObjectLockMode: types.ObjectLockModeCompliance, ObjectLockRetainUntilDate: aws.Time(in2days)})
+	wantCode(t, err, "InvalidRequest")
+}

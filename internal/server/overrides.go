@@ -14,7 +14,7 @@ import (
 )
 
 // OverridesFile holds the settings changed at run time through the admin
-// API (limits, vacuum auto/stop), under the data root. They are applied
+// API (limits, vacuum auto/stop, cache size), under the data root. They are applied
 // over the configured values at every start, until `b3 admin settings
 // reset` drops them.
 const OverridesFile = "overrides.json"
@@ -77,6 +77,13 @@ func (st *overrideStore) apply(cfg *Config) (applied []string, err error) {
 		}
 		cfg.VacuumInterval = d
 		applied = append(applied, "vacuum-interval")
+	}
+	if o.CacheBytes != nil {
+		if n := *o.CacheBytes; n < 0 || n > admin.MaxCacheBytes {
+			return nil, fmt.Errorf("runtime settings %s: cache_size_bytes %d: want 0 to %d", st.path, n, int64(admin.MaxCacheBytes))
+		}
+		cfg.CacheBytes = *o.CacheBytes
+		applied = append(applied, "cache-size")
 	}
 	return applied, nil
 }

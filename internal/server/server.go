@@ -197,7 +197,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	configured := admin.Configured{Limits: cfg.Limits, VacuumInterval: cfg.VacuumInterval}
+	configured := admin.Configured{Limits: cfg.Limits, VacuumInterval: cfg.VacuumInterval, CacheBytes: cfg.CacheBytes}
 	applied, err := overrides.apply(&cfg)
 	if err != nil {
 		return err

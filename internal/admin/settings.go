@@ -82,8 +82,10 @@ func (s *Server) settingsRows() []Setting {
 	if o.VacuumInterval != nil {
 		interval = *o.VacuumInterval
 	}
-	rows = append(rows, Setting{"vacuum-interval", interval, s.cfg.Configured.VacuumInterval.String(), o.VacuumInterval != nil},
-		Setting{"cache-size", num(s.cfg.Store.CacheStats().MaxBytes), num(s.cfg.Configured.CacheBytes), o.CacheBytes != nil})
+	rows = append(rows, Setting{"vacuum-interval", interval, s.cfg.Configured.VacuumInterval.String(), o.VacuumInterval != nil})
+	if cs := s.cfg.Store.CacheStats(); cs.Policy != "" { // a store with a cache (not a b3 node's)
+		rows = append(rows, Setting{"cache-size", num(cs.MaxBytes), num(s.cfg.Configured.CacheBytes), o.CacheBytes != nil})
+	}
 	return rows
 }
 

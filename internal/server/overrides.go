@@ -2,10 +2,7 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -32,15 +29,8 @@ type OverrideStore struct {
 // OpenOverrideStore reads root's OverridesFile (none: no overrides).
 func OpenOverrideStore(root string) (*OverrideStore, error) {
 	st := &OverrideStore{path: filepath.Join(root, OverridesFile)}
-	data, err := os.ReadFile(st.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return st, nil
-	case err != nil:
-		return nil, fmt.Errorf("read runtime settings: %w", err)
-	}
-	if err := json.Unmarshal(data, &st.cur); err != nil {
-		return nil, fmt.Errorf("runtime settings %s are malformed (b3 admin settings reset, or delete the file): %w", st.path, err)
+	if _, err := ReadJSONFile(st.path, "runtime settings", &st.cur); err != nil {
+		return nil, fmt.Errorf("%w (delete the file to go back to the configuration)", err)
 	}
 	return st, nil
 }

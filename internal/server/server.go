@@ -377,10 +377,10 @@ func handleSignals(ctx context.Context, cfg Config, adminAPI *admin.Server) {
 // WatchCertificates reloads the TLS key pairs on SIGHUP, and when their
 // files change (checked every interval), until ctx ends. b3 server and
 // b3 node both watch theirs here.
+//
+// SIGHUP is taken even without key pairs: a reload (systemctl reload)
+// must not end the process.
 func WatchCertificates(ctx context.Context, log *slog.Logger, interval time.Duration, certs []*tlsreload.Certificate) {
-	if len(certs) == 0 {
-		return
-	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	hups := make([]chan struct{}, len(certs))

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 // client without the CA refuses); media headers are on by default; the
 // banner is a JSON line with --log-format json; a second process on the
 // data directory fails naming the first one's pid; limits and vacuum set
-// through b3 admin outlive a restart and show as overridden; on SIGTERM
+// through b3 admin outlive a restart and show as overridden; SIGHUP
+// reloads the certificate without stopping the node; on SIGTERM
 // /health/ready fails for the drain delay while S3 is still served.
 func TestNodeOperations(t *testing.T) {
 	ca := testutil.NewCA(t)
@@ -101,6 +103,17 @@ func TestNodeOperations(t *testing.T) {
 		if !s.Overridden || (s.Name == "vacuum-interval" && s.Value != "0s") {
 			t.Errorf("after a restart: %+v", s)
 		}
+	}
+
+	// SIGHUP reloads the key pair; the node carries on.
+	if err := n.Proc.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "reload line after SIGHUP", func() bool {
+		return strings.Contains(n.Proc.Output.String(), "SIGHUP: reloading TLS certificates")
+	})
+	if _, err := c.Client(0, 5*time.Second).ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil || n.Proc.Exited() {
+		t.Fatalf("after SIGHUP: %v (exited %v)", err, n.Proc.Exited())
 	}
 
 	// The drain window: /health/ready fails first, S3 still answers.

@@ -56,7 +56,9 @@ func adminCommands() []adminCommand {
 		{name: "limits set", args: "name=value...", summary: "read, write, background-read, background-write (bytes/s, KiB MiB GiB; kept over restarts)", nargs: [2]int{1, 4}, run: adminLimitsSet},
 		{name: "settings list", summary: "runtime-changeable settings: in force, configured, overridden", run: adminSettingsList},
 		{name: "settings reset", summary: "drop every runtime override: back to the configuration", run: adminSettingsReset},
-		{name: "cache", summary: "cache statistics", run: adminCache},
+		{name: "cache stats", summary: "object cache: size, bound, hits, misses, evictions", run: adminCache},
+		{name: "cache set", summary: "resize the object cache: --size 256MiB (0 = off; a smaller size evicts at once; kept over restarts)",
+			flags: []string{"size"}, run: adminCacheSet},
 		{name: "lifecycle run", summary: "one lifecycle pass now", run: adminLifecycleRun},
 		{name: "cluster status", summary: "members of the replica group, health, leader, term, lag (b3 node)", run: adminClusterStatus},
 		{name: "cluster add", args: "<id>=<host:port>", summary: "add the node waiting at that cluster address (b3 node --join)", nargs: [2]int{1, 1}, run: adminClusterAdd},
@@ -67,7 +69,7 @@ func adminCommands() []adminCommand {
 // adminDefaults maps a bare first word to its command.
 var adminDefaults = map[string]string{
 	"users": "users list", "buckets": "buckets list", "vacuum": "vacuum status",
-	"limits": "limits get", "settings": "settings list",
+	"limits": "limits get", "settings": "settings list", "cache": "cache stats",
 }
 
 // adminFlags are every flag of `b3 admin`; they may appear anywhere on
@@ -78,7 +80,7 @@ type adminFlags struct {
 	json                             bool
 	// command flags
 	objects, force bool
-	newOwner       string
+	newOwner, size string
 }
 
 func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
@@ -92,7 +94,8 @@ func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
 	fs.BoolVar(&f.objects, "objects", false, "stats: also count objects and bytes (a full metadata scan)")
 	fs.BoolVar(&f.force, "force", false, "users remove: leave the user's buckets to the root user; buckets delete: delete the contents too")
 	fs.StringVar(&f.newOwner, "new-owner", "", "users remove: access key that gets the user's buckets")
-	return map[string]bool{"objects": true, "force": true, "new-owner": true}
+	fs.StringVar(&f.size, "size", "", "cache set: the object cache's new size (bytes, KiB MiB GiB; 0 = off)")
+	return map[string]bool{"objects": true, "force": true, "new-owner": true, "size": true}
 }
 
 // adminConfig is the file `b3 admin` reads its connection from when

@@ -165,7 +165,8 @@ func TestAdminJSONShapes(t *testing.T) {
 		{"limits set", []string{"write=1GiB"}},
 		{"settings list", nil},
 		{"settings reset", nil},
-		{"cache", nil},
+		{"cache stats", nil},
+		{"cache set", []string{"--size", "32MiB"}},
 		{"lifecycle run", nil},
 	}
 	docs := documentedShapes(t)

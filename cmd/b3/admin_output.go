@@ -11,6 +11,7 @@ import (
 	"github.com/b3-storage/b3/internal/cache"
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/server"
 )
 
 // The JSON `b3 admin --json` prints: snake_case, documented command by
@@ -348,12 +349,27 @@ func adminSettingsReset(a *adminCall) (any, func(io.Writer), error) {
 
 func adminCache(a *adminCall) (any, func(io.Writer), error) {
 	st, err := a.c.Cache(a.ctx)
-	v := cacheView(st)
-	return v, func(w io.Writer) {
+	return cacheView(st), printCache(cacheView(st)), err
+}
+
+func adminCacheSet(a *adminCall) (any, func(io.Writer), error) {
+	if a.flags.size == "" {
+		return nil, nil, usageError{"cache set needs --size (e.g. 256MiB; 0 = off)"}
+	}
+	n, err := server.ParseBytes(a.flags.size)
+	if err != nil {
+		return nil, nil, usageError{fmt.Sprintf("--size %q: %v", a.flags.size, err)}
+	}
+	st, err := a.c.SetCache(a.ctx, n)
+	return cacheView(st), printCache(cacheView(st)), err
+}
+
+func printCache(v cacheJSON) func(io.Writer) {
+	return func(w io.Writer) {
 		table(w, "POLICY\tBYTES\tMAX\tENTRIES\tHITS\tMISSES\tEVICTIONS\tINVALIDATIONS", func(tw io.Writer) {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", v.Policy, v.Bytes, v.MaxBytes, v.Entries, v.Hits, v.Misses, v.Evictions, v.Invalidations)
 		})
-	}, err
+	}
 }
 
 type lifecycleRunJSON struct {

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
@@ -127,6 +129,34 @@ func TestRootAndUserBuckets(t *testing.T) {
 		t.Fatalf("buckets delete --force: %+v", del)
 	}
 
+	// The object cache shrinks at once: objects read into it are evicted
+	// down to the new size.
+	if _, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("cached")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		key := aws.String(fmt.Sprint("c", i))
+		if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("cached"), Key: key, Body: strings.NewReader(strings.Repeat("x", 100<<10))}); err != nil {
+			t.Fatal(err)
+		}
+		get, err := root.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("cached"), Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, get.Body)
+		get.Body.Close()
+	}
+	if c := mustJSON[cacheJSON](t, b3admin, "cache", "--json"); c.Entries != 8 || c.MaxBytes != 64<<20 {
+		t.Fatalf("cache after reading 8 objects of 100 KiB: %+v", c)
+	}
+	if out, code := b3admin("cache", "set", "--size", "2TiB"); code != 1 || !strings.Contains(out, "400") {
+		t.Fatalf("cache set --size 2TiB: exit %d %s", code, out)
+	}
+	shrunk := mustJSON[cacheJSON](t, b3admin, "cache", "set", "--size", "300KiB", "--json")
+	if shrunk.MaxBytes != 300<<10 || shrunk.Bytes > 300<<10 || shrunk.Entries == 0 || shrunk.Entries > 2 || shrunk.Evictions < 6 {
+		t.Fatalf("cache set --size 300KiB: %+v", shrunk)
+	}
+
 	// Runtime settings outlive a restart, and show as overridden.
 	if out, code := b3admin("limits", "set", "write=100MiB"); code != 0 {
 		t.Fatalf("limits set: %s", out)
@@ -143,9 +173,16 @@ func TestRootAndUserBuckets(t *testing.T) {
 	if v := mustJSON[vacuumJSON](t, b3admin, "vacuum", "--json"); v.Auto {
 		t.Fatal("vacuum stopped before the restart runs again after it")
 	}
+	if c := mustJSON[cacheJSON](t, b3admin, "cache", "stats", "--json"); c.MaxBytes != 300<<10 {
+		t.Fatalf("cache size after a restart: %+v", c)
+	}
+	if m := metrics(t, s); !strings.Contains(m, "\nb3_cache_max_bytes 307200\n") {
+		t.Fatalf("b3_cache_max_bytes after a restart is not 307200:\n%s", m)
+	}
 	rows := mustJSON[[]admin.Setting](t, b3admin, "settings", "--json")
 	for _, r := range rows { // limits are overridden as a whole
-		if !r.Overridden || (r.Name == "vacuum-interval" && (r.Value != "0s" || r.Configured != "5m0s")) {
+		if !r.Overridden || (r.Name == "vacuum-interval" && (r.Value != "0s" || r.Configured != "5m0s")) ||
+			(r.Name == "cache-size" && (r.Value != "307200" || r.Configured != "67108864")) {
 			t.Errorf("setting after a restart: %+v", r)
 		}
 	}
@@ -155,10 +192,28 @@ func TestRootAndUserBuckets(t *testing.T) {
 	if l := mustJSON[admin.LimitsDoc](t, b3admin, "limits", "--json"); l.Write != 0 {
 		t.Fatalf("write limit after reset: %+v", l)
 	}
+	if c := mustJSON[cacheJSON](t, b3admin, "cache", "--json"); c.MaxBytes != 64<<20 {
+		t.Fatalf("cache size after reset: %+v", c)
+	}
 
-	for _, action := range []string{"user.add", "user.remove", "bucket.chown", "bucket.delete", "limits.set", "vacuum.stop", "settings.reset"} {
+	for _, action := range []string{"user.add", "user.remove", "bucket.chown", "bucket.delete", "limits.set", "vacuum.stop", "cache.set", "settings.reset"} {
 		if !strings.Contains(s.Output(), "msg=audit action="+action+" actor=") {
 			t.Errorf("no audit line for %s in:\n%s", action, s.Output())
 		}
 	}
+}
+
+// metrics is the server's /metrics page.
+func metrics(t *testing.T, s *testutil.Server) string {
+	t.Helper()
+	resp, err := http.Get("http://" + s.AdminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s %v", resp.Status, err)
+	}
+	return string(body)
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -25,14 +24,14 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("b3 node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		cfg                          cluster.Config
-		peers, replication, fsync    string
-		inlineMax, logLevel, vacuumI string
-		limits                       [4]string
-		pacing                       bool
-		minRate                      string
-		lcInterval, lcDay, segSize   string
-		secretFile                   string
+		cfg                        cluster.Config
+		peers, replication, fsync  string
+		inlineMax, vacuumI         string
+		limits                     [4]string
+		pacing                     bool
+		minRate                    string
+		lcInterval, lcDay, segSize string
+		secretFile                 string
 	)
 	fs.StringVar(&cfg.ID, "id", "", "this node's id, one of --peers, or new with --join (required)")
 	fs.StringVar(&cfg.Root, "data", "", "data directory of this node (required; a new node needs an empty one)")
@@ -61,7 +60,10 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&lcInterval, "lifecycle-interval", "1h", "period of the leader's lifecycle pass (rule changes and a new leader start one at once)")
 	fs.Float64Var(&cfg.LifecycleRate, "lifecycle-rate", 1000, "lifecycle deletes and aborts per second (0 = unlimited)")
 	fs.StringVar(&lcDay, "lifecycle-day", "24h", "length of a lifecycle day; DEBUG/TESTS ONLY: e.g. 1s makes Days=1 mean one second")
-	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	// Settings b3 node shares with b3 server: the same flags, parsed and
+	// checked by the server's code.
+	shared := server.SharedFlags(fs, "log-level", "log-format", "media-headers", "drain-delay",
+		"tls-cert", "tls-key", "admin-tls-cert", "admin-tls-key", "console-tls-cert", "console-tls-key", "tls-check-interval")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -115,11 +117,14 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	if cfg.Pace.MinBytesPerSec, err = server.ParseBytes(minRate); err != nil {
 		return fail("--background-min-rate: %v", err)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		return fail("--log-level: %v", err)
+	sc, out, err := shared()
+	if err != nil {
+		return fail("%v", err)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("node", cfg.ID)
+	cfg.TLSCert, cfg.TLSKey, cfg.AdminTLSCert, cfg.AdminTLSKey = sc.TLSCert, sc.TLSKey, sc.AdminTLSCert, sc.AdminTLSKey
+	cfg.ConsoleTLSCert, cfg.ConsoleTLSKey, cfg.TLSCheckInterval = sc.ConsoleTLSCert, sc.ConsoleTLSKey, sc.TLSCheckInterval
+	cfg.DrainDelay, cfg.MediaHeaders, cfg.LogJSON = sc.DrainDelay, sc.MediaHeaders, sc.LogJSON
+	cfg.Logger = out.NewLogger(stderr).With("node", cfg.ID)
 	cfg.AccessKey, cfg.SecretKey = os.Getenv("B3_ACCESS_KEY"), os.Getenv("B3_SECRET_KEY")
 	cfg.AdminToken = os.Getenv("B3_ADMIN_TOKEN")
 	cfg.ClusterSecret = os.Getenv("B3_CLUSTER_SECRET")

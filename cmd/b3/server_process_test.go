@@ -31,11 +31,7 @@ import (
 // an assertion on time).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 30s", what)
-		}
-	}
+	testutil.WaitFor(t, what, cond)
 }
 
 // TestTLS serves S3 over HTTPS with a certificate from a test CA: the
@@ -192,37 +188,10 @@ func (c *recordingClient) Do(r *http.Request) (*http.Response, error) {
 // are still answered, and only then does the listener close.
 func TestDrainDelay(t *testing.T) {
 	s := testutil.StartServer(t, testutil.ServerOptions{Args: []string{"--drain-delay", "3s"}})
-	c := s.Client(5 * time.Second)
-	ctx := context.Background()
-	hc := &http.Client{Timeout: 5 * time.Second}
-	ready := func() int {
-		resp, err := hc.Get("http://" + s.AdminAddr + "/health/ready")
-		if err != nil {
-			return 0
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	if ready() != http.StatusOK {
-		t.Fatal("not ready before SIGTERM")
-	}
-	if err := s.Proc.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "503 from /health/ready", func() bool { return ready() == http.StatusServiceUnavailable })
-	// Readiness already fails; the S3 listener still serves.
-	if _, err := c.ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
-		t.Fatalf("S3 request inside the drain window: %v", err)
-	}
-	if err := s.Proc.Wait(30 * time.Second); err != nil {
-		t.Fatalf("exit: %v", err)
-	}
-	if _, err := c.ListBuckets(ctx, &s3.ListBucketsInput{}); err == nil {
-		t.Fatal("S3 still answered after the server exited")
-	}
-	if !strings.Contains(s.Output(), "draining") {
-		t.Fatalf("no drain line:\n%s", s.Output())
-	}
+	testutil.CheckDrain(t, s.Proc, "http://"+s.AdminAddr+"/health/ready", func() error {
+		_, err := s.Client(5*time.Second).ListBuckets(context.Background(), &s3.ListBucketsInput{})
+		return err
+	})
 }
 
 // TestStartupRefusals: a second server on a data directory in use fails

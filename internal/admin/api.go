@@ -118,6 +118,7 @@ func New(cfg Config) (*Server, error) {
 	api("GET /admin/v1/settings", s.getSettings)
 	api("DELETE /admin/v1/settings/overrides", s.resetSettings)
 	api("GET /admin/v1/cache", s.cacheStats)
+	api("PUT /admin/v1/cache", s.setCache)
 	api("POST /admin/v1/lifecycle/run", s.lifecycleRun)
 	return s, nil
 }
@@ -411,6 +412,35 @@ func (s *Server) cacheStats(w http.ResponseWriter, _ *http.Request) error {
 	WriteJSON(w, http.StatusOK, s.cfg.Store.CacheStats())
 	return nil
 }
+
+// CacheRequest is PUT /admin/v1/cache.
+type CacheRequest struct {
+	MaxBytes int64 `json:"max_bytes"` // 0: off
+}
+
+// setCache resizes the object cache; a smaller size evicts at once.
+func (s *Server) setCache(w http.ResponseWriter, r *http.Request) error {
+	var req CacheRequest
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	if req.MaxBytes < 0 || req.MaxBytes > MaxCacheBytes {
+		return badRequest("max_bytes %d: want 0 (off) to %d", req.MaxBytes, int64(MaxCacheBytes))
+	}
+	if s.cfg.Store.CacheStats().Policy == "" {
+		return &httpError{http.StatusNotImplemented, "this server has no object cache"}
+	}
+	if err := s.saveOverride(func(o *Overrides) { o.CacheBytes = &req.MaxBytes }); err != nil {
+		return err
+	}
+	s.cfg.Store.SetCacheSize(req.MaxBytes)
+	s.audit(r, "cache.set", "max_bytes", req.MaxBytes)
+	WriteJSON(w, http.StatusOK, s.cfg.Store.CacheStats())
+	return nil
+}
+
+// MaxCacheBytes bounds the object cache's size set at run time (1 TiB).
+const MaxCacheBytes = 1 << 40
 
 func (s *Server) lifecycleRun(w http.ResponseWriter, r *http.Request) error {
 	res, err := s.cfg.Store.SweepLifecycle(r.Context())

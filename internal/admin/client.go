@@ -185,6 +185,12 @@ func (c *Client) Cache(ctx context.Context) (cache.Stats, error) {
 	return st, c.do(ctx, "GET", "/admin/v1/cache", nil, &st)
 }
 
+// SetCache changes the object cache's size (0: off).
+func (c *Client) SetCache(ctx context.Context, maxBytes int64) (cache.Stats, error) {
+	var st cache.Stats
+	return st, c.do(ctx, "PUT", "/admin/v1/cache", CacheRequest{MaxBytes: maxBytes}, &st)
+}
+
 // LifecycleRun runs one lifecycle pass and waits for it.
 func (c *Client) LifecycleRun(ctx context.Context) (objstore.LifecycleResult, error) {
 	var res objstore.LifecycleResult

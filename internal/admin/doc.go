@@ -26,6 +26,7 @@
 //	GET  /admin/v1/limits        I/O limits in force                   (token)
 //	PUT  /admin/v1/limits        replace them (takes effect at once)   (token)
 //	GET  /admin/v1/cache         cache statistics                      (token)
+//	PUT  /admin/v1/cache         {"max_bytes": N} resize (0: off)      (token)
 //	POST /admin/v1/lifecycle/run one lifecycle pass now                (token)
 //
 // "token" endpoints want "Authorization: Bearer <admin token>"; the token
@@ -33,9 +34,9 @@
 // balancers and Prometheus need no secret: bind the listener to a private
 // address. Errors are JSON {"error": "..."} with a 4xx/5xx status.
 //
-// Every change (users, buckets, limits, vacuum, lifecycle runs, settings)
+// Every change (users, buckets, limits, vacuum, cache, lifecycle runs, settings)
 // logs one "audit" line naming the action, the actor the client declares
-// (ActorHeader) and its address. Limits and vacuum auto/stop are saved
+// (ActorHeader) and its address. Limits, vacuum auto/stop and the cache size are saved
 // through Config.Overrides before they are answered, so they outlive a
 // restart.
 //

@@ -109,6 +109,7 @@ var (
 	dCacheInval    = desc("b3_cache_invalidations_total", "Object cache entries dropped by a write or delete.")
 	dCacheBytes    = desc("b3_cache_bytes", "Bytes held by the object cache.")
 	dCacheEntries  = desc("b3_cache_entries", "Objects held by the object cache.")
+	dCacheMax      = desc("b3_cache_max_bytes", "Bound of the object cache in force (--cache-size, or b3 admin cache set); 0: off.")
 	dPaceRate      = desc("b3_background_pace_bytes_per_second", "Background work (bytes read + written) allowed per second now; 0 = unpaced, full speed.")
 	dPaceMin       = desc("b3_background_pace_min_bytes_per_second", "Floor of the background pace under sustained client load.")
 	dPaceReason    = desc("b3_background_pace_reason", "1 for the reason the background pace is what it is, 0 for the others.", "reason")
@@ -134,7 +135,7 @@ func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 		dPebbleCompactions, dPebbleDebt, dPebbleReadAmp, dPebbleFlushes, dPebbleWALBytes, dPebbleWALFsync, dPebbleDisk,
 		dGroupBatch, dAppended, dReadBytes, dCorrupt, dMisdirected, dSegments, dSegBytes, dSegDead, dVacRunning, dVacRemoved,
 		dVacReclaimed, dVacCopied, dVacLast, dLcExpired, dLcAborted, dLcPasses, dLcReeval, dCacheHits, dCacheMisses,
-		dCacheEvict, dCacheInval, dCacheBytes, dCacheEntries, dFreeBytes,
+		dCacheEvict, dCacheInval, dCacheBytes, dCacheEntries, dCacheMax, dFreeBytes,
 		dPaceRate, dPaceMin, dPaceReason, dPaceInFlight, dPaceUtil, dPaceWork, dPaceWait, dPaceThrottled} {
 		ch <- d
 	}
@@ -226,6 +227,7 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(dCacheInval, float64(cs.Invalidations))
 	gauge(dCacheBytes, float64(cs.Bytes))
 	gauge(dCacheEntries, float64(cs.Entries))
+	gauge(dCacheMax, float64(cs.MaxBytes))
 	if free, ok := c.freeBytes(); ok {
 		gauge(dFreeBytes, float64(free))
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // Overrides are the settings changed at run time through the admin API
-// (limits set, vacuum stop/auto). The server keeps them in its data
+// (limits set, vacuum stop/auto, cache set). The server keeps them in its data
 // directory, so they outlive a restart, and applies them over the
 // configured values (flags, environment, file) when it starts. A nil
 // field is not overridden.
@@ -17,6 +17,8 @@ type Overrides struct {
 	Limits *LimitsDoc `json:"limits,omitempty"`
 	// VacuumInterval is the automatic vacuum period; "0s": stopped.
 	VacuumInterval *string `json:"vacuum_interval,omitempty"`
+	// CacheBytes is the object cache's bound; 0: off.
+	CacheBytes *int64 `json:"cache_size_bytes,omitempty"`
 }
 
 // LimitsDoc is iolimit.Limits as JSON: bytes per second, 0 = unlimited.
@@ -52,6 +54,7 @@ type OverrideStore interface {
 type Configured struct {
 	Limits         iolimit.Limits
 	VacuumInterval time.Duration
+	CacheBytes     int64
 }
 
 // Setting is one row of GET /admin/v1/settings.
@@ -80,6 +83,9 @@ func (s *Server) settingsRows() []Setting {
 		interval = *o.VacuumInterval
 	}
 	rows = append(rows, Setting{"vacuum-interval", interval, s.cfg.Configured.VacuumInterval.String(), o.VacuumInterval != nil})
+	if cs := s.cfg.Store.CacheStats(); cs.Policy != "" { // a store with a cache (not a b3 node's)
+		rows = append(rows, Setting{"cache-size", num(cs.MaxBytes), num(s.cfg.Configured.CacheBytes), o.CacheBytes != nil})
+	}
 	return rows
 }
 
@@ -113,6 +119,7 @@ func (s *Server) resetSettings(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Configured.VacuumInterval > 0 {
 		s.cfg.Store.StartVacuum(s.cfg.Configured.VacuumInterval)
 	}
+	s.cfg.Store.SetCacheSize(s.cfg.Configured.CacheBytes)
 	s.audit(r, "settings.reset")
 	WriteJSON(w, http.StatusOK, s.settingsRows())
 	return nil

@@ -28,7 +28,7 @@ func ParsePolicy(s string) (Policy, error) {
 
 // Options configure a Cache.
 type Options struct {
-	MaxBytes      int64  // total bytes held (values' sizes); <= 0 disables the cache
+	MaxBytes      int64  // total bytes held (values' sizes); <= 0: admits nothing (until SetMaxBytes)
 	MaxObjectSize int64  // larger values are not admitted; default 1 MiB
 	Policy        Policy // default S3FIFO
 }
@@ -42,11 +42,16 @@ type Stats struct {
 }
 
 // Cache maps keys to values of known size. It is safe for concurrent use;
-// a nil *Cache is a valid, empty, disabled cache.
+// a nil *Cache is a valid, empty, disabled cache. Its bound may change at
+// run time (SetMaxBytes); one of 0 disables it.
 type Cache[V any] struct {
-	opts Options
+	opts Options // MaxBytes is the bound at New; maxBytes is the one in force
 	seed maphash.Seed
 	gens [256]atomic.Uint64
+	// maxBytes is written under mu and read without it by Admits and Get
+	// (a disabled cache answers without taking mu): bytes <= maxBytes
+	// holds whenever mu is free.
+	maxBytes atomic.Int64
 
 	mu      sync.Mutex
 	entries map[string]*entry[V]
@@ -72,13 +77,14 @@ type evictor[V any] interface {
 	remove(e *entry[V])
 	// victim removes and returns the next entry to evict.
 	victim() *entry[V]
+	// resize follows a change of the cache's bound.
+	resize(maxBytes int64)
 }
 
-// New returns a cache; with opts.MaxBytes <= 0 it returns nil (disabled).
+// New returns a cache bounded to opts.MaxBytes; with opts.MaxBytes <= 0
+// it is disabled (it admits nothing) until SetMaxBytes enlarges it.
 func New[V any](opts Options) *Cache[V] {
-	if opts.MaxBytes <= 0 {
-		return nil
-	}
+	opts.MaxBytes = max(opts.MaxBytes, 0)
 	if opts.MaxObjectSize <= 0 {
 		opts.MaxObjectSize = 1 << 20
 	}
@@ -86,6 +92,7 @@ func New[V any](opts Options) *Cache[V] {
 		opts.Policy = S3FIFO
 	}
 	c := &Cache[V]{opts: opts, seed: maphash.MakeSeed(), entries: map[string]*entry[V]{}}
+	c.maxBytes.Store(opts.MaxBytes)
 	if opts.Policy == LRU {
 		c.evictor = &lru[V]{}
 	} else {
@@ -96,13 +103,41 @@ func New[V any](opts Options) *Cache[V] {
 
 // Admits reports whether a value of size bytes may be cached.
 func (c *Cache[V]) Admits(size int64) bool {
-	return c != nil && size <= c.opts.MaxObjectSize && size <= c.opts.MaxBytes
+	return c != nil && size <= c.opts.MaxObjectSize && size <= c.maxBytes.Load()
+}
+
+// SetMaxBytes changes the bound: a smaller one evicts (by the policy's
+// order) until the cache fits, 0 empties and disables the cache, a
+// larger one takes effect for the next inserts.
+func (c *Cache[V]) SetMaxBytes(n int64) {
+	if c == nil {
+		return
+	}
+	n = max(n, 0)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.maxBytes.Store(n)
+	c.evictor.resize(n)
+	c.evictLocked()
+}
+
+// evictLocked evicts until bytes <= maxBytes.
+func (c *Cache[V]) evictLocked() {
+	for c.bytes > c.maxBytes.Load() {
+		v := c.evictor.victim()
+		if v == nil {
+			break
+		}
+		delete(c.entries, v.key)
+		c.bytes -= v.size
+		c.evictions.Add(1)
+	}
 }
 
 // Get returns the value cached under key.
 func (c *Cache[V]) Get(key string) (V, bool) {
 	var zero V
-	if c == nil {
+	if c == nil || c.maxBytes.Load() == 0 {
 		return zero, false
 	}
 	c.mu.Lock()
@@ -140,6 +175,9 @@ func (c *Cache[V]) PutIf(key string, value V, size int64, token uint64) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if size > c.maxBytes.Load() { // shrunk since Admits
+		return false
+	}
 	// Invalidate bumps the generation under mu, so this check and the
 	// insert are atomic with respect to it.
 	if c.gen(key).Load() != token {
@@ -154,15 +192,7 @@ func (c *Cache[V]) PutIf(key string, value V, size int64, token uint64) bool {
 	c.entries[key] = e
 	c.bytes += size
 	c.inserts.Add(1)
-	for c.bytes > c.opts.MaxBytes {
-		v := c.evictor.victim()
-		if v == nil {
-			break
-		}
-		delete(c.entries, v.key)
-		c.bytes -= v.size
-		c.evictions.Add(1)
-	}
+	c.evictLocked()
 	return true
 }
 
@@ -197,7 +227,7 @@ func (c *Cache[V]) Stats() Stats {
 	return Stats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Inserts: c.inserts.Load(),
 		Evictions: c.evictions.Load(), Invalidations: c.invalidations.Load(), Refused: c.refused.Load(),
-		Bytes: bytes, Entries: n, MaxBytes: c.opts.MaxBytes, MaxObjectSize: c.opts.MaxObjectSize, Policy: c.opts.Policy,
+		Bytes: bytes, Entries: n, MaxBytes: c.maxBytes.Load(), MaxObjectSize: c.opts.MaxObjectSize, Policy: c.opts.Policy,
 	}
 }
 
@@ -207,6 +237,7 @@ type lru[V any] struct{ l list.List }
 func (p *lru[V]) insert(e *entry[V]) { e.el = p.l.PushFront(e) }
 func (p *lru[V]) hit(e *entry[V])    { p.l.MoveToFront(e.el) }
 func (p *lru[V]) remove(e *entry[V]) { p.l.Remove(e.el) }
+func (p *lru[V]) resize(int64)       {}
 func (p *lru[V]) victim() *entry[V] {
 	el := p.l.Back()
 	if el == nil {
@@ -228,8 +259,12 @@ type s3fifo[V any] struct {
 }
 
 func newS3FIFO[V any](maxBytes int64) *s3fifo[V] {
-	return &s3fifo[V]{maxSmall: max(maxBytes/10, 1), ghostIndex: map[string]*list.Element{}}
+	p := &s3fifo[V]{ghostIndex: map[string]*list.Element{}}
+	p.resize(maxBytes)
+	return p
 }
+
+func (p *s3fifo[V]) resize(maxBytes int64) { p.maxSmall = max(maxBytes/10, 1) }
 
 func (p *s3fifo[V]) insert(e *entry[V]) {
 	if g, ok := p.ghostIndex[e.key]; ok {

@@ -37,6 +37,52 @@ func TestBoundsAndAdmission(t *testing.T) {
 	}
 }
 
+// TestSetMaxBytes: shrinking evicts to the new bound, 0 empties and
+// disables the cache, growing (also from a cache started disabled) admits
+// again; Stats reports the bound in force.
+func TestSetMaxBytes(t *testing.T) {
+	for _, policy := range []Policy{LRU, S3FIFO} {
+		t.Run(string(policy), func(t *testing.T) {
+			c := New[int](Options{Policy: policy}) // started disabled
+			if c.Admits(1) || c.PutIf("a", 1, 1, c.Token("a")) {
+				t.Fatal("a cache of 0 bytes admitted a value")
+			}
+			fill := func(n int) {
+				for i := range n {
+					k := fmt.Sprint(i)
+					c.PutIf(k, i, 10, c.Token(k))
+				}
+			}
+			steps := []struct {
+				max, wantBytes int64
+			}{
+				{1000, 1000}, // grown: holds 100 entries of 10
+				{300, 300},   // shrunk: evicts down to the bound
+				{0, 0},       // disabled: empty
+				{500, 500},
+			}
+			for _, s := range steps {
+				c.SetMaxBytes(s.max)
+				fill(100)
+				st := c.Stats()
+				if st.MaxBytes != s.max || st.Bytes != s.wantBytes || st.Entries != s.wantBytes/10 {
+					t.Fatalf("after SetMaxBytes(%d) and 100 fills: %+v", s.max, st)
+				}
+				c.SetMaxBytes(s.max / 2)
+				if st := c.Stats(); st.Bytes > s.max/2 {
+					t.Fatalf("after shrinking to %d: %d bytes", s.max/2, st.Bytes)
+				}
+				if s.max == 0 {
+					if _, ok := c.Get("99"); ok {
+						t.Fatal("a disabled cache served a value")
+					}
+				}
+				c.SetMaxBytes(s.max)
+			}
+		})
+	}
+}
+
 func TestLRUKeepsRecentlyRead(t *testing.T) {
 	c := New[int](Options{MaxBytes: 300, Policy: LRU})
 	for _, k := range []string{"a", "b", "c"} {
@@ -158,14 +204,19 @@ func TestConcurrentFreshness(t *testing.T) {
 }
 
 func TestDisabled(t *testing.T) {
-	var c *Cache[int] = New[int](Options{})
-	if c != nil || c.PutIf("k", 1, 1, c.Token("k")) || c.Stats() != (Stats{}) {
-		t.Fatal("a zero-byte cache is not disabled")
+	for _, c := range []*Cache[int]{nil, New[int](Options{})} {
+		if c.PutIf("k", 1, 1, c.Token("k")) || c.Stats().Bytes != 0 || c.Stats().MaxBytes != 0 {
+			t.Fatal("a zero-byte cache is not disabled")
+		}
+		if _, ok := c.Get("k"); ok {
+			t.Fatal("disabled cache hit")
+		}
+		if st := c.Stats(); st.Hits+st.Misses != 0 {
+			t.Fatalf("a disabled cache counted lookups: %+v", st)
+		}
+		c.Invalidate("k")
+		c.SetMaxBytes(0)
 	}
-	if _, ok := c.Get("k"); ok {
-		t.Fatal("disabled cache hit")
-	}
-	c.Invalidate("k")
 	if _, err := ParsePolicy("arc"); err == nil {
 		t.Fatal("unknown policy accepted")
 	}

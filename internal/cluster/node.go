@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -95,10 +94,20 @@ type Config struct {
 	Replication Replication // default Sync
 
 	AdminAddress, AdminToken string
-	// ConsoleAddress is the web console's listener ("": none); ConsoleTLS,
-	// if set, makes it serve HTTPS.
+	// ConsoleAddress is the web console's listener ("": none).
 	ConsoleAddress string
-	ConsoleTLS     *tls.Config
+	// TLS key pairs (PEM files) of the S3, admin and console listeners,
+	// as in b3 server: each pair set serves HTTPS, reloaded on SIGHUP and
+	// when the files change (checked every TLSCheckInterval).
+	TLSCert, TLSKey, AdminTLSCert, AdminTLSKey, ConsoleTLSCert, ConsoleTLSKey string
+	TLSCheckInterval                                                          time.Duration
+	// DrainDelay: on shutdown, /health/ready fails this long while
+	// requests are still served, before the listeners close.
+	DrainDelay time.Duration
+	// MediaHeaders: as b3 server's --media-headers.
+	MediaHeaders bool
+	// LogJSON prints the banner as a JSON log line.
+	LogJSON bool
 	// LoadAdminToken, if set, supplies the admin token when AdminToken is
 	// empty (it keeps one in the data directory, as b3 server does).
 	LoadAdminToken func(root string) (string, error)
@@ -233,6 +242,12 @@ type Node struct {
 	fsm      *fsm
 	logs     *logStore
 	users    *userState
+	// unlock releases the data directory (server.LockDataDir).
+	unlock func()
+	// overrides keeps runtime settings (limits, vacuum) over restarts;
+	// configured are the values they override.
+	overrides  *server.OverrideStore
+	configured admin.Configured
 
 	// startPeers is the group before raft runs (members).
 	startPeers []Peer
@@ -287,13 +302,37 @@ func (n *Node) noteLeader() {
 }
 
 // open starts the store and raft; Run serves them.
-func open(cfg Config) (*Node, error) {
+func open(cfg Config) (_ *Node, err error) {
 	id, err := checkIdentity(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Join && len(cfg.Peers) > 0 {
 		return nil, errors.New("--join and --peers exclude each other")
+	}
+	// Checked after the identity, which wants a new node's directory
+	// empty: the lock file is the first thing in it.
+	unlock, err := server.LockDataDir(cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			unlock()
+		}
+	}()
+	overrides, err := server.OpenOverrideStore(cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	configured := admin.Configured{Limits: cfg.Limits, VacuumInterval: cfg.VacuumInterval}
+	overridden, err := overrides.Apply(&cfg.Limits, &cfg.VacuumInterval, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(overridden) > 0 {
+		cfg.Logger.Info("runtime settings changed through the admin API override the configuration (b3 admin settings)",
+			"overridden", overridden, "file", filepath.Join(cfg.Root, server.OverridesFile))
 	}
 	secret, err := loadSecret(cfg.Root, cfg.ClusterSecret)
 	if err != nil {
@@ -302,7 +341,8 @@ func open(cfg Config) (*Node, error) {
 	if err := keepSecret(cfg.Root, secret); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, identity: id, log: cfg.Logger, secret: secret, stages: newStages(), registry: admin.NewRegistry(), leaderChanged: make(chan struct{})}
+	n := &Node{cfg: cfg, identity: id, log: cfg.Logger, secret: secret, stages: newStages(), registry: admin.NewRegistry(), leaderChanged: make(chan struct{}),
+		unlock: unlock, overrides: overrides, configured: configured}
 	n.closing, n.close = context.WithCancel(context.Background())
 	n.peerClient = &http.Client{Transport: n.peerTransport()}
 	if n.users, err = openUserState(cfg.Root); err != nil {
@@ -350,7 +390,7 @@ func (n *Node) raftConfig() *raft.Config {
 	conf.SnapshotThreshold = cmp.Or(n.cfg.SnapshotThreshold, DefaultSnapshotThreshold)
 	conf.SnapshotInterval = cmp.Or(n.cfg.SnapshotInterval, DefaultSnapshotInterval)
 	conf.TrailingLogs = cmp.Or(n.cfg.TrailingLogs, DefaultTrailingLogs)
-	conf.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft." + n.cfg.ID, Level: hclog.Warn, Output: os.Stderr})
+	conf.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft." + n.cfg.ID, Level: hclog.Warn, Output: os.Stderr, JSONFormat: n.cfg.LogJSON})
 	return conf
 }
 
@@ -575,5 +615,6 @@ func (n *Node) shutdown() error {
 	n.pushes.closeAndWait()
 	n.stages.discardAll()
 	errs = append(errs, n.logs.Close(), n.store.Close())
+	n.unlock()
 	return errors.Join(errs...)
 }

@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/b3-storage/b3/internal/admin"
 	"github.com/b3-storage/b3/internal/s3api"
+	"github.com/b3-storage/b3/internal/server"
 )
 
 // Run starts the node and serves until ctx is done; then it shuts down:
@@ -74,46 +77,46 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	n.store.SetLifecycleActions(leaderLifecycle{n.backend})
 	requests := admin.NewRequestMetrics(n.registry)
 	n.registry.MustRegister(&admin.StoreCollector{Store: n.store, Limiter: n.limiter}, n.collector())
-	n.api = s3api.New(n.backend, s3api.Config{Region: cfg.Region, Directory: n.users.dir, Logger: cfg.Logger, Observe: requests.Observe})
+	n.api = s3api.New(n.backend, s3api.Config{Region: cfg.Region, Directory: n.users.dir, MediaHeaders: cfg.MediaHeaders,
+		Logger: cfg.Logger, Observe: requests.Observe})
 	proxy := n.newProxy()
 
-	s3Ln, err := net.Listen("tcp", cfg.Address)
+	// The S3, admin and console listeners and their key pairs, as b3
+	// server binds them.
+	lns, err := server.Listen(server.Config{Address: cfg.Address, AdminAddress: cfg.AdminAddress, ConsoleAddress: cfg.ConsoleAddress,
+		TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, AdminTLSCert: cfg.AdminTLSCert, AdminTLSKey: cfg.AdminTLSKey,
+		ConsoleTLSCert: cfg.ConsoleTLSCert, ConsoleTLSKey: cfg.ConsoleTLSKey, Logger: cfg.Logger})
 	if err != nil {
 		mux.Close()
 		_ = n.shutdown()
-		return fmt.Errorf("listen on --address %s: %w", cfg.Address, err)
+		return err
 	}
 	servers := []*http.Server{
 		newHTTPServer(n.pacer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.serveClient(w, r, proxy) })), cfg),
 		newHTTPServer(n.peerHandler(), cfg),
 	}
-	go func() { _ = servers[0].Serve(s3Ln) }()
+	go func() { _ = servers[0].Serve(lns.S3) }()
 	go func() { _ = servers[1].Serve(mux.http) }()
 	var adminH http.Handler
+	var adminAPI *admin.Server
 	if cfg.AdminAddress != "" || cfg.ConsoleAddress != "" {
-		if adminH, err = n.adminHandler(); err != nil && cfg.AdminAddress != "" {
+		if adminH, adminAPI, err = n.adminHandler(); err != nil && cfg.AdminAddress != "" {
+			lns.Close()
 			return n.stop(servers, mux, err)
 		}
 	}
-	if cfg.AdminAddress != "" {
-		h := adminH
-		adminLn, err := net.Listen("tcp", cfg.AdminAddress)
-		if err != nil {
-			return n.stop(servers, mux, fmt.Errorf("listen on --admin-address %s: %w", cfg.AdminAddress, err))
-		}
-		admSrv := newHTTPServer(h, cfg)
+	if lns.Admin != nil {
+		admSrv := newHTTPServer(adminH, cfg)
 		servers = append(servers, admSrv)
-		go func() { _ = admSrv.Serve(adminLn) }()
+		go func() { _ = admSrv.Serve(lns.Admin) }()
 	}
-	consoleSrv, err := n.startConsole(servers[0].Handler, adminH, s3Ln.Addr().String())
-	if err != nil {
-		return n.stop(servers, mux, err)
-	}
-	if consoleSrv != nil {
+	s3URL := lns.URL(lns.S3, lns.S3Cert)
+	if consoleSrv := n.startConsole(lns.Console, servers[0].Handler, adminH, s3URL); consoleSrv != nil {
 		servers = append(servers, consoleSrv)
 	}
-	if cfg.VacuumInterval > 0 {
-		n.store.StartVacuum(cfg.VacuumInterval)
+	server.WatchCertificates(n.closing, n.log, cmp.Or(cfg.TLSCheckInterval, time.Minute), lns.Certs())
+	if n.cfg.VacuumInterval > 0 { // the configured one, or a runtime override
+		n.store.StartVacuum(n.cfg.VacuumInterval)
 	}
 	n.wg.Add(5)
 	go n.watchLeadership()
@@ -125,19 +128,60 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		n.pacer.Run(n.closing, n.store.PaceSignals())
 	}()
 
-	fmt.Fprintf(out, "b3 node %s: S3 API on http://%s, cluster on %s (replication %s)\n", cfg.ID, s3Ln.Addr(), clusterLn.Addr(), cfg.Replication)
-	if consoleSrv != nil {
-		fmt.Fprintf(out, "  console: http://%s\n", cfg.ConsoleAddress)
-	}
-	if n.waiting() {
-		fmt.Fprintf(out, "  waiting to be added: b3 admin cluster add %s=%s (through any node of the cluster)\n", cfg.ID, clusterLn.Addr())
-	}
-	fmt.Fprintf(out, "  data: %s\n  users: %s (root user: B3_ACCESS_KEY/B3_SECRET_KEY of the first leader, else generated)\n", cfg.Root, UsersFile)
+	n.printBanner(out, lns, s3URL, clusterLn.Addr().String())
 	if cfg.Ready != nil {
-		cfg.Ready(s3Ln.Addr().String(), clusterLn.Addr().String())
+		cfg.Ready(lns.S3.Addr().String(), clusterLn.Addr().String())
 	}
 	<-ctx.Done()
+	if adminAPI != nil {
+		adminAPI.SetClosing()
+	}
+	if cfg.DrainDelay > 0 {
+		n.log.Info("draining: /health/ready fails, requests are still served", "drain_delay", cfg.DrainDelay)
+		time.Sleep(cfg.DrainDelay)
+	}
 	return n.stop(servers, mux, nil)
+}
+
+// printBanner prints where the node listens: text, or with LogJSON one
+// JSON log line whose message is the text's first line.
+func (n *Node) printBanner(out io.Writer, lns *server.Listeners, s3URL, clusterAddr string) {
+	cfg := n.cfg
+	first := fmt.Sprintf("b3 node %s: S3 API on %s, cluster on %s (replication %s)", cfg.ID, s3URL, clusterAddr, cfg.Replication)
+	users := UsersFile + " (root user: B3_ACCESS_KEY/B3_SECRET_KEY of the first leader, else generated)"
+	adminURL, consoleURL := "", ""
+	if lns.Admin != nil {
+		adminURL = lns.URL(lns.Admin, lns.AdminCert)
+	}
+	if lns.Console != nil {
+		consoleURL = lns.URL(lns.Console, lns.ConsoleCert)
+	}
+	if cfg.LogJSON {
+		attrs := []any{"node", cfg.ID, "s3_endpoint", s3URL, "cluster_address", clusterAddr, "replication", string(cfg.Replication),
+			"data", cfg.Root, "users", users}
+		if adminURL != "" {
+			attrs = append(attrs, "admin_endpoint", adminURL)
+		}
+		if consoleURL != "" {
+			attrs = append(attrs, "console_endpoint", consoleURL)
+		}
+		if n.waiting() {
+			attrs = append(attrs, "waiting", fmt.Sprintf("b3 admin cluster add %s=%s", cfg.ID, clusterAddr))
+		}
+		slog.New(slog.NewJSONHandler(out, nil)).Info(first, attrs...)
+		return
+	}
+	fmt.Fprintln(out, first)
+	if adminURL != "" {
+		fmt.Fprintf(out, "  admin: %s\n", adminURL)
+	}
+	if consoleURL != "" {
+		fmt.Fprintf(out, "  console: %s\n", consoleURL)
+	}
+	if n.waiting() {
+		fmt.Fprintf(out, "  waiting to be added: b3 admin cluster add %s=%s (through any node of the cluster)\n", cfg.ID, clusterAddr)
+	}
+	fmt.Fprintf(out, "  data: %s\n  users: %s\n", cfg.Root, users)
 }
 
 func (n *Node) stop(servers []*http.Server, mux *portMux, err error) error {
@@ -155,7 +199,7 @@ func (n *Node) stop(servers []*http.Server, mux *portMux, err error) error {
 }
 
 func newHTTPServer(h http.Handler, cfg Config) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 1 << 20}
+	return server.NewHTTPServer(h, cfg.Logger)
 }
 
 func (n *Node) expireStages() {
@@ -411,23 +455,25 @@ func (n *Node) peerGetJSON(ctx context.Context, addr, path string, out any) erro
 }
 
 // adminHandler is the admin API of a single server (stats, vacuum, limits
-// of this node's own store; users of the cluster) plus GET
-// /admin/v1/cluster.
-func (n *Node) adminHandler() (http.Handler, error) {
+// of this node's own store, kept over restarts as b3 server keeps them;
+// users of the cluster) plus GET /admin/v1/cluster. It also returns the
+// inner single-server API (SetClosing).
+func (n *Node) adminHandler() (http.Handler, *admin.Server, error) {
 	token := n.cfg.AdminToken
 	if token == "" && n.cfg.LoadAdminToken != nil {
 		var err error
 		if token, err = n.cfg.LoadAdminToken(n.cfg.Root); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if token == "" {
-		return nil, errors.New("--admin-address needs an admin token (B3_ADMIN_TOKEN)")
+		return nil, nil, errors.New("--admin-address needs an admin token (B3_ADMIN_TOKEN)")
 	}
 	inner, err := admin.New(admin.Config{Store: n.store, Limiter: n.limiter, Users: nodeUsers{n}, Token: token, Logger: n.log, Registry: n.registry,
-		Ready: func() bool { _, id := n.raft.LeaderWithID(); return id != "" }, Context: n.closing})
+		Ready: func() bool { _, id := n.raft.LeaderWithID(); return id != "" }, Context: n.closing,
+		Overrides: n.overrides, Configured: n.configured})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	want := []byte("Bearer " + token)
 	m := http.NewServeMux()
@@ -455,7 +501,7 @@ func (n *Node) adminHandler() (http.Handler, error) {
 		n.writeChange(w, r, memberChange{Op: "remove", ID: r.PathValue("id")})
 	}))
 	m.Handle("/", inner)
-	return m, nil
+	return m, inner, nil
 }
 
 func (n *Node) writeChange(w http.ResponseWriter, r *http.Request, c memberChange) {

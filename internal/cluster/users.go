@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -32,19 +30,12 @@ type userState struct {
 
 func openUserState(root string) (*userState, error) {
 	u := &userState{path: filepath.Join(root, UsersFile), dir: s3api.NewUserDirectory(nil), users: map[string]User{}}
-	data, err := os.ReadFile(u.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("read users: %w", err)
-	default:
-		var list []User
-		if err := json.Unmarshal(data, &list); err != nil {
-			return nil, fmt.Errorf("users file %s is malformed: %w", u.path, err)
-		}
-		for _, x := range list {
-			u.users[x.AccessKey] = x
-		}
+	var list []User
+	if _, err := server.ReadJSONFile(u.path, "users", &list); err != nil {
+		return nil, err
+	}
+	for _, x := range list {
+		u.users[x.AccessKey] = x
 	}
 	u.publish()
 	return u, nil

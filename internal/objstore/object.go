@@ -350,6 +350,13 @@ func (s *Store) invalidate(bucket, key string) {
 // CacheStats reports the object cache (zero without one).
 func (s *Store) CacheStats() cache.Stats { return s.cache.Stats() }
 
+// SetCacheSize changes the object cache's bound (cache.SetMaxBytes); it
+// reports false for a store opened without a cache.
+func (s *Store) SetCacheSize(maxBytes int64) bool {
+	s.cache.SetMaxBytes(maxBytes)
+	return s.cache != nil
+}
+
 func (s *Store) activeSegment() uint64 {
 	for _, seg := range s.blob.Segments() {
 		if seg.Active {

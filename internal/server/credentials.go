@@ -65,6 +65,23 @@ func NewUser(name string) s3api.User {
 	return s3api.User{Name: name, AccessKey: "B3" + randomString(18, upperAlnum), SecretKey: randomString(40, secretAlphabet)}
 }
 
+// ReadJSONFile reads the JSON file path, as WriteFileSync wrote it, into
+// v. A file that does not exist is no error: found is false and v is
+// left as it was. what names the content in errors ("users").
+func ReadJSONFile(path, what string, v any) (found bool, err error) {
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read %s: %w", what, err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return true, fmt.Errorf("%s file %s is malformed: %w", what, path, err)
+	}
+	return true, nil
+}
+
 // WriteFileSync writes a new file atomically and durably: temp file,
 // fsync, rename, fsync of the directory.
 func WriteFileSync(path string, data []byte, perm os.FileMode) error {

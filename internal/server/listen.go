@@ -15,19 +15,21 @@ import (
 	"github.com/b3-storage/b3/internal/tlsreload"
 )
 
-// listeners are the server's bound sockets and their TLS key pairs (nil:
-// plain HTTP).
-type listeners struct {
-	s3, admin, console             net.Listener
-	s3Cert, adminCert, consoleCert *tlsreload.Certificate
+// Listeners are a server's (or node's) bound sockets and their TLS key
+// pairs (nil: plain HTTP). Admin and Console are nil when not asked for.
+type Listeners struct {
+	S3, Admin, Console             net.Listener
+	S3Cert, AdminCert, ConsoleCert *tlsreload.Certificate
 }
 
-// listen loads the key pairs and binds every listener, or none.
-func listen(cfg Config) (l *listeners, err error) {
-	l = &listeners{}
+// Listen loads the key pairs (cfg's TLS settings) and binds every
+// listener (cfg.Address, AdminAddress, ConsoleAddress), or none. b3
+// server and b3 node both bind theirs here.
+func Listen(cfg Config) (l *Listeners, err error) {
+	l = &Listeners{}
 	defer func() {
 		if err != nil {
-			l.close()
+			l.Close()
 		}
 	}()
 	load := func(cert, key string) (*tlsreload.Certificate, error) {
@@ -36,42 +38,44 @@ func listen(cfg Config) (l *listeners, err error) {
 		}
 		return tlsreload.Load(cert, key, cfg.Logger)
 	}
-	if l.s3Cert, err = load(cfg.TLSCert, cfg.TLSKey); err != nil {
+	if l.S3Cert, err = load(cfg.TLSCert, cfg.TLSKey); err != nil {
 		return l, err
 	}
-	if l.adminCert, err = load(cfg.AdminTLSCert, cfg.AdminTLSKey); err != nil {
+	if l.AdminCert, err = load(cfg.AdminTLSCert, cfg.AdminTLSKey); err != nil {
 		return l, err
 	}
-	if l.consoleCert, err = load(cfg.ConsoleTLSCert, cfg.ConsoleTLSKey); err != nil {
+	if l.ConsoleCert, err = load(cfg.ConsoleTLSCert, cfg.ConsoleTLSKey); err != nil {
 		return l, err
 	}
-	if l.s3, err = tlsreload.Listen(cfg.Address, l.s3Cert); err != nil {
+	if l.S3, err = tlsreload.Listen(cfg.Address, l.S3Cert); err != nil {
 		return l, fmt.Errorf("listen on %s: %w", cfg.Address, err)
 	}
 	if cfg.AdminAddress != "" {
-		if l.admin, err = tlsreload.Listen(cfg.AdminAddress, l.adminCert); err != nil {
+		if l.Admin, err = tlsreload.Listen(cfg.AdminAddress, l.AdminCert); err != nil {
 			return l, fmt.Errorf("admin listener on %s: %w", cfg.AdminAddress, err)
 		}
 	}
 	if cfg.ConsoleAddress != "" {
-		if l.console, err = tlsreload.Listen(cfg.ConsoleAddress, l.consoleCert); err != nil {
+		if l.Console, err = tlsreload.Listen(cfg.ConsoleAddress, l.ConsoleCert); err != nil {
 			return l, fmt.Errorf("console listener on %s: %w", cfg.ConsoleAddress, err)
 		}
 	}
 	return l, nil
 }
 
-func (l *listeners) close() {
-	for _, ln := range []net.Listener{l.s3, l.admin, l.console} {
+// Close closes every listener.
+func (l *Listeners) Close() {
+	for _, ln := range []net.Listener{l.S3, l.Admin, l.Console} {
 		if ln != nil {
 			ln.Close()
 		}
 	}
 }
 
-func (l *listeners) certs() []*tlsreload.Certificate {
+// Certs are the key pairs in use.
+func (l *Listeners) Certs() []*tlsreload.Certificate {
 	var out []*tlsreload.Certificate
-	for _, c := range []*tlsreload.Certificate{l.s3Cert, l.adminCert, l.consoleCert} {
+	for _, c := range []*tlsreload.Certificate{l.S3Cert, l.AdminCert, l.ConsoleCert} {
 		if c != nil {
 			out = append(out, c)
 		}
@@ -79,19 +83,20 @@ func (l *listeners) certs() []*tlsreload.Certificate {
 	return out
 }
 
-func (l *listeners) url(ln net.Listener, cert *tlsreload.Certificate) string {
+// URL is ln's base URL, https with a key pair.
+func (l *Listeners) URL(ln net.Listener, cert *tlsreload.Certificate) string {
 	return tlsreload.Scheme(cert) + "://" + ln.Addr().String()
 }
 
-// LockFile under the data root is held (flock) by the server using it and
-// holds its pid.
+// LockFile under the data root is held (flock) by the server or node
+// using it and holds its pid.
 const LockFile = "b3.pid"
 
-// lockDataDir takes the data root for this process: a second server on
-// it fails at once, naming the pid of the first. The lock is the kernel's
+// LockDataDir takes the data root for this process: a second server or
+// node on it fails at once, naming the pid of the first. The lock is the kernel's
 // (flock), so it goes with the process however it ends; the pid in the
 // file is only for the message.
-func lockDataDir(root string) (unlock func(), err error) {
+func LockDataDir(root string) (unlock func(), err error) {
 	path := filepath.Join(root, LockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -106,7 +111,7 @@ func lockDataDir(root string) (unlock func(), err error) {
 					owner = "pid " + strconv.Itoa(pid)
 				}
 			}
-			return nil, fmt.Errorf("data directory %s is in use by %s (another b3 server?)", abs(root), owner)
+			return nil, fmt.Errorf("data directory %s is in use by %s (another b3 server or node?)", abs(root), owner)
 		}
 		return nil, fmt.Errorf("lock data directory %s: %w", root, err)
 	}

@@ -180,24 +180,24 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 				"dir", dir, "mode", st.Mode().Perm())
 		}
 	}
-	unlock, err := lockDataDir(cfg.Root)
+	unlock, err := LockDataDir(cfg.Root)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 
 	// Every listener is bound before anything is generated or opened.
-	lns, err := listen(cfg)
+	lns, err := Listen(cfg)
 	if err != nil {
 		return err
 	}
-	defer lns.close()
+	defer lns.Close()
 
-	overrides, err := openOverrides(cfg.Root)
+	overrides, err := OpenOverrideStore(cfg.Root)
 	if err != nil {
 		return err
 	}
-	configured := admin.Configured{Limits: cfg.Limits, VacuumInterval: cfg.VacuumInterval}
+	configured := admin.Configured{Limits: cfg.Limits, VacuumInterval: cfg.VacuumInterval, CacheBytes: cfg.CacheBytes}
 	applied, err := overrides.apply(&cfg)
 	if err != nil {
 		return err
@@ -274,14 +274,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	}
 
 	s3Handler := pacer.Handler(api)
-	srv := newHTTPServer(s3Handler, cfg.Logger)
-	s3URL := lns.url(lns.s3, lns.s3Cert)
-	consoleSrv := startConsole(passCtx, cfg, lns.console, consoleDeps{s3: s3Handler, s3URL: s3URL,
+	srv := NewHTTPServer(s3Handler, cfg.Logger)
+	s3URL := lns.URL(lns.S3, lns.S3Cert)
+	consoleSrv := startConsole(passCtx, cfg, lns.Console, consoleDeps{s3: s3Handler, s3URL: s3URL,
 		admin: adminAPI, adminToken: adminToken, root: root.AccessKey, registry: registry, store: store})
 	var adminSrv *http.Server
-	if lns.admin != nil {
-		adminSrv = newHTTPServer(adminAPI, cfg.Logger)
-		go func() { _ = adminSrv.Serve(lns.admin) }()
+	if lns.Admin != nil {
+		adminSrv = NewHTTPServer(adminAPI, cfg.Logger)
+		go func() { _ = adminSrv.Serve(lns.Admin) }()
 	}
 
 	pacerDone := make(chan struct{})
@@ -293,29 +293,30 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		store.StartVacuum(cfg.VacuumInterval)
 	}
 	store.StartLifecycle(cfg.LifecycleInterval, cfg.LifecycleRate)
-	handleSignals(passCtx, cfg, adminAPI, lns.certs())
+	handleSignals(passCtx, cfg, adminAPI)
+	WatchCertificates(passCtx, cfg.Logger, cfg.TLSCheckInterval, lns.Certs())
 
 	adminURL, consoleURL := "", ""
-	if lns.admin != nil {
-		adminURL = lns.url(lns.admin, lns.adminCert)
+	if lns.Admin != nil {
+		adminURL = lns.URL(lns.Admin, lns.AdminCert)
 	}
-	if lns.console != nil {
-		consoleURL = lns.url(lns.console, lns.consoleCert)
+	if lns.Console != nil {
+		consoleURL = lns.URL(lns.Console, lns.ConsoleCert)
 	}
 	printBanner(out, cfg, s3URL, adminURL, consoleURL, root, created)
 	ready.Store(true)
 	if cfg.Ready != nil {
-		cfg.Ready(lns.s3.Addr().String())
+		cfg.Ready(lns.S3.Addr().String())
 	}
-	if cfg.AdminReady != nil && lns.admin != nil {
-		cfg.AdminReady(lns.admin.Addr().String())
+	if cfg.AdminReady != nil && lns.Admin != nil {
+		cfg.AdminReady(lns.Admin.Addr().String())
 	}
-	if cfg.ConsoleReady != nil && lns.console != nil {
-		cfg.ConsoleReady(lns.console.Addr().String())
+	if cfg.ConsoleReady != nil && lns.Console != nil {
+		cfg.ConsoleReady(lns.Console.Addr().String())
 	}
 
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lns.s3) }()
+	go func() { served <- srv.Serve(lns.S3) }()
 	select {
 	case err = <-served:
 	case <-ctx.Done():
@@ -353,21 +354,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	return err
 }
 
-// handleSignals starts a vacuum pass on SIGUSR1 and reloads the TLS key
-// pairs on SIGHUP, and watches their files, until ctx ends.
-func handleSignals(ctx context.Context, cfg Config, adminAPI *admin.Server, certs []*tlsreload.Certificate) {
+// handleSignals starts a vacuum pass on SIGUSR1 until ctx ends.
+func handleSignals(ctx context.Context, cfg Config, adminAPI *admin.Server) {
 	usr1 := make(chan os.Signal, 1)
-	hup := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
-	signal.Notify(hup, syscall.SIGHUP)
-	hups := make([]chan struct{}, len(certs))
-	for i, c := range certs {
-		hups[i] = make(chan struct{}, 1)
-		go c.Watch(ctx, cfg.TLSCheckInterval, hups[i])
-	}
 	go func() {
 		defer signal.Stop(usr1)
-		defer signal.Stop(hup)
 		for {
 			select {
 			case <-ctx.Done():
@@ -377,8 +369,33 @@ func handleSignals(ctx context.Context, cfg Config, adminAPI *admin.Server, cert
 				if err := adminAPI.StartVacuumPass(0); err != nil {
 					cfg.Logger.Info("SIGUSR1: vacuum not started", "err", err)
 				}
+			}
+		}
+	}()
+}
+
+// WatchCertificates reloads the TLS key pairs on SIGHUP, and when their
+// files change (checked every interval), until ctx ends. b3 server and
+// b3 node both watch theirs here.
+//
+// SIGHUP is taken even without key pairs: a reload (systemctl reload)
+// must not end the process.
+func WatchCertificates(ctx context.Context, log *slog.Logger, interval time.Duration, certs []*tlsreload.Certificate) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	hups := make([]chan struct{}, len(certs))
+	for i, c := range certs {
+		hups[i] = make(chan struct{}, 1)
+		go c.Watch(ctx, interval, hups[i])
+	}
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
 			case <-hup:
-				cfg.Logger.Info("SIGHUP: reloading TLS certificates", "count", len(certs))
+				log.Info("SIGHUP: reloading TLS certificates", "count", len(certs))
 				for _, h := range hups {
 					select {
 					case h <- struct{}{}:
@@ -390,7 +407,10 @@ func handleSignals(ctx context.Context, cfg Config, adminAPI *admin.Server, cert
 	}()
 }
 
-func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+// NewHTTPServer is the http.Server of every b3 listener (b3 server's and
+// b3 node's): header and idle timeouts, no whole-request ones, errors
+// logged through log.
+func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler: h,
 		// No ReadTimeout or WriteTimeout: they bound the whole request,

@@ -300,3 +300,52 @@ type settingValue struct {
 func (v *settingValue) String() string     { return v.s }
 func (v *settingValue) Set(s string) error { v.s = s; return nil }
 func (v *settingValue) IsBoolFlag() bool   { return v.isBool }
+
+// SharedFlags registers the named settings of b3 server on fs, for another
+// command (b3 node) that takes them too: the same flag names, defaults,
+// help and parsing. The function it returns resolves them, after
+// fs.Parse, into a Config and Output, with b3 server's range checks of
+// those settings; an error names the flag (or the default) at fault.
+func SharedFlags(fs *flag.FlagSet, names ...string) func() (Config, Output, error) {
+	byName := map[string]Setting{}
+	for _, s := range Settings() {
+		byName[s.Name] = s
+	}
+	values := map[string]*settingValue{}
+	for _, name := range names {
+		s, ok := byName[name]
+		if !ok {
+			panic("server.SharedFlags: no setting " + name)
+		}
+		v := &settingValue{s: s.Default, isBool: s.Default == "true" || s.Default == "false"}
+		fs.Var(v, name, s.Help)
+		values[name] = v
+	}
+	return func() (Config, Output, error) {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		bad := func(name string, err error) error {
+			src := "the default"
+			if set[name] {
+				src = "flag --" + name
+			}
+			return fmt.Errorf("setting %s=%q (from %s): %w", name, values[name].s, src, err)
+		}
+		var cfg Config
+		out := Output{LogFormat: "text"}
+		for _, name := range names {
+			if err := byName[name].apply(&cfg, &out, values[name].s); err != nil {
+				return Config{}, Output{}, bad(name, err)
+			}
+		}
+		for _, r := range settingRanges() {
+			if values[r.name] != nil {
+				if err := r.check(&cfg); err != nil {
+					return Config{}, Output{}, bad(r.name, err)
+				}
+			}
+		}
+		cfg.LogJSON = out.LogFormat == "json"
+		return cfg, out, nil
+	}
+}

@@ -31,19 +31,12 @@ type userStore struct {
 
 func openUserStore(root string, fixed []s3api.User) (*userStore, error) {
 	st := &userStore{path: filepath.Join(root, UsersFile), fixed: fixed, dir: s3api.NewUserDirectory(nil)}
-	data, err := os.ReadFile(st.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("read users: %w", err)
-	default:
-		var docs []credentialsDoc
-		if err := json.Unmarshal(data, &docs); err != nil {
-			return nil, fmt.Errorf("users file %s is malformed: %w", st.path, err)
-		}
-		for _, d := range docs {
-			st.managed = append(st.managed, s3api.User{Name: d.Name, AccessKey: d.AccessKey, SecretKey: d.SecretKey})
-		}
+	var docs []credentialsDoc
+	if _, err := ReadJSONFile(st.path, "users", &docs); err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		st.managed = append(st.managed, s3api.User{Name: d.Name, AccessKey: d.AccessKey, SecretKey: d.SecretKey})
 	}
 	st.publish()
 	return st, nil

@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -31,6 +32,9 @@ type ClusterOptions struct {
 	// Network, if set, runs node i inside Network.Nodes[i] on fixed ports
 	// of its address; the test reaches it from the hub namespace.
 	Network *Network
+	// CA, if set, serves every node's S3 API over HTTPS with a certificate
+	// it issued (Cluster.TLSCert, TLSKey); the cluster's clients trust it.
+	CA *CA
 }
 
 // TestClusterSecret is the cluster secret of test clusters.
@@ -53,12 +57,19 @@ type ClusterNode struct {
 	// Dial opens connections to the node's addresses (from the hub
 	// namespace when the cluster runs in namespaces).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Scheme of the S3 API: "https" with ClusterOptions.CA.
+	Scheme string
 }
 
 // Client returns an S3 client of the node, with the given timeout per
 // request.
 func (c *Cluster) Client(i int, timeout time.Duration) *s3.Client {
-	return S3ClientDial(c.Nodes[i].Endpoint(), c.opts.AccessKey, c.opts.SecretKey, timeout, c.Nodes[i].Dial)
+	return s3ClientTransport(c.Nodes[i].Endpoint(), c.opts.AccessKey, c.opts.SecretKey, timeout, func(tr *http.Transport) {
+		tr.DialContext = c.Nodes[i].Dial
+		if c.opts.CA != nil {
+			tr.TLSClientConfig = &tls.Config{RootCAs: c.opts.CA.Pool(), MinVersion: tls.VersionTLS12}
+		}
+	})
 }
 
 // InsideClient returns an S3 client that reaches node i from inside its
@@ -68,7 +79,7 @@ func (c *Cluster) InsideClient(i int, timeout time.Duration) *s3.Client {
 }
 
 // Endpoint is the node's S3 endpoint URL.
-func (n *ClusterNode) Endpoint() string { return "http://" + n.S3Addr }
+func (n *ClusterNode) Endpoint() string { return n.Scheme + "://" + n.S3Addr }
 
 // Cluster is a replica group of `b3 node` processes.
 type Cluster struct {
@@ -81,6 +92,9 @@ type Cluster struct {
 	// Secrets holds the cluster secret node i starts with (a test may
 	// change it before a Start).
 	Secrets []string
+	// TLSCert and TLSKey are the S3 listeners' files with
+	// ClusterOptions.CA.
+	TLSCert, TLSKey string
 }
 
 // StartCluster starts a group on free loopback ports, waits until it has
@@ -102,12 +116,19 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	}
 	c := &Cluster{t: t, bin: Binary(t), opts: opts, AdminToken: "test-admin-token"}
 	root := t.TempDir()
+	scheme := "http"
+	if opts.CA != nil {
+		scheme = "https"
+		c.TLSCert, c.TLSKey = filepath.Join(root, "cert.pem"), filepath.Join(root, "key.pem")
+		opts.CA.Issue(t, c.TLSCert, c.TLSKey)
+	}
 	var peers []string
 	for i := range opts.Nodes {
 		n := &ClusterNode{
-			ID:   fmt.Sprintf("n%d", i+1),
-			Data: filepath.Join(root, fmt.Sprintf("n%d", i+1)),
-			Dial: (&net.Dialer{}).DialContext,
+			ID:     fmt.Sprintf("n%d", i+1),
+			Data:   filepath.Join(root, fmt.Sprintf("n%d", i+1)),
+			Dial:   (&net.Dialer{}).DialContext,
+			Scheme: scheme,
 		}
 		if nw := opts.Network; nw != nil {
 			n.S3Addr, n.ClusterAddr, n.AdminAddr = nw.IPs[i]+":9000", nw.IPs[i]+":9100", nw.IPs[i]+":9200"
@@ -165,8 +186,11 @@ func (c *Cluster) Args(i int) []string {
 	}
 	args := []string{"node", "--id", n.ID, "--data", n.Data, "--address", s3Addr,
 		"--cluster-address", n.ClusterAddr, "--admin-address", adminAddr,
-		"--console-address", n.ConsoleAddr, "--replication", c.opts.Replication}
+		"--console-address", n.ConsoleAddr, "--replication", c.opts.Replication, "--drain-delay", "0s"}
 	args = append(args, group...)
+	if c.opts.CA != nil {
+		args = append(args, "--tls-cert", c.TLSCert, "--tls-key", c.TLSKey)
+	}
 	return append(args, c.opts.Args...)
 }
 
@@ -218,7 +242,7 @@ func (c *Cluster) Start(i int) error {
 func (c *Cluster) AddNode() (int, error) {
 	i := len(c.Nodes)
 	id := fmt.Sprintf("n%d", i+1)
-	n := &ClusterNode{ID: id, Data: filepath.Join(filepath.Dir(c.Nodes[0].Data), id), Join: true, Dial: (&net.Dialer{}).DialContext,
+	n := &ClusterNode{ID: id, Data: filepath.Join(filepath.Dir(c.Nodes[0].Data), id), Join: true, Dial: (&net.Dialer{}).DialContext, Scheme: c.Nodes[0].Scheme,
 		S3Addr: FreeAddr(c.t), ClusterAddr: FreeAddr(c.t), AdminAddr: FreeAddr(c.t), ConsoleAddr: FreeAddr(c.t)}
 	c.Nodes = append(c.Nodes, n)
 	c.Secrets = append(c.Secrets, c.opts.Secret)

@@ -44,9 +44,27 @@ func TestTLS(t *testing.T) {
 	adminDir := t.TempDir()
 	adminCert, adminKey := filepath.Join(adminDir, "cert.pem"), filepath.Join(adminDir, "key.pem")
 	ca.Issue(t, adminCert, adminKey)
+	consoleCert, consoleKey := filepath.Join(adminDir, "console-cert.pem"), filepath.Join(adminDir, "console-key.pem")
+	ca.Issue(t, consoleCert, consoleKey)
 	s := testutil.StartServer(t, testutil.ServerOptions{CA: ca,
-		Args: []string{"--tls-check-interval", "1s", "--admin-tls-cert", adminCert, "--admin-tls-key", adminKey}})
+		Args: []string{"--tls-check-interval", "1s", "--admin-tls-cert", adminCert, "--admin-tls-key", adminKey,
+			"--console-tls-cert", consoleCert, "--console-tls-key", consoleKey}})
 	ctx := context.Background()
+
+	// The console is served over HTTPS with its own pair.
+	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}}}
+	resp, err := trusting.Get("https://" + s.ConsoleAddr + "/")
+	if err != nil {
+		t.Fatalf("console over https: %v", err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "<html") {
+		t.Fatalf("console over https: %d %.200s", resp.StatusCode, page)
+	}
+	if _, err := http.Get("https://" + s.ConsoleAddr + "/"); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("the console to a client without the CA: %v", err)
+	}
 
 	// The admin listener is HTTPS too: b3 admin and b3 healthcheck trust the CA.
 	b3 := func(args ...string) (string, int) {

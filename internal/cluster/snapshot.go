@@ -25,8 +25,9 @@ import (
 )
 
 // A Raft snapshot of a node is its replicated state at one log index:
-// users, buckets, uploads, parts and object records, without extents
-// (each node's own) and without object bytes, except inline objects'.
+// users, buckets, uploads, parts, object records and the version table
+// (noncurrent versions and delete markers), without extents (each node's
+// own) and without object bytes, except inline objects'.
 // A node restoring it (a follower the leader's log has left behind, a new
 // member) fetches the bytes it lacks from a peer by reference, through the
 // same path (and background I/O class) as a command whose bytes it
@@ -34,15 +35,21 @@ import (
 //
 // The stream (raft's snapshot store keeps it in DATA/snapshots/<id>/):
 //
-//	header   "B3SNAP" 0x00 0x01 | index u64
+//	header   "B3SNAP" 0x00 0x02 | index u64
 //	frames   kind u8 | len u32 | JSON record (meta's types, Extents nil)
 //	           'U' User     every user
 //	           'b' Bucket   every bucket, by name
 //	           'u' Upload   every multipart upload
 //	           'p' Part     every part, by upload ID, then number
-//	           'o' Object   every object record, by bucket, then key
-//	                        (inline objects with their payload)
+//	           'o' Object   every current object record, by bucket, then
+//	                        key (inline objects with their payload)
+//	           'v' Object   every version-table record (noncurrent
+//	                        versions, delete markers), by bucket, then
+//	                        key, each key's newest first
 //	end      'E' | len u32 = 8 | frames u64 | crc32c u32
+//
+// Format 1 ("B3SNAP" 0x00 0x01, written before versioning was replicated)
+// is the same without the 'v' section; it is still read.
 //
 // Integers are big-endian; the CRC (Castagnoli) covers every byte before
 // it. Kinds come in the order listed, each section complete; a reader
@@ -67,19 +74,23 @@ import (
 //     which this node applies next, replaced it; such a key is left
 //     absent until then.
 
-var snapshotMagic = []byte("B3SNAP\x00\x01")
+var (
+	snapshotMagic   = []byte("B3SNAP\x00\x02")
+	snapshotMagicV1 = []byte("B3SNAP\x00\x01") // no version table
+)
 
 const (
-	kindUser   = 'U'
-	kindBucket = 'b'
-	kindUpload = 'u'
-	kindPart   = 'p'
-	kindObject = 'o'
-	kindEnd    = 'E'
+	kindUser    = 'U'
+	kindBucket  = 'b'
+	kindUpload  = 'u'
+	kindPart    = 'p'
+	kindObject  = 'o'
+	kindVersion = 'v'
+	kindEnd     = 'E'
 )
 
 // kindOrder is the order of the sections.
-const kindOrder = "Ubupo"
+const kindOrder = "Ubupov"
 
 // maxFrame bounds one record (a bucket's documents, an inline object).
 const maxFrame = 64 << 20
@@ -159,10 +170,17 @@ func writeSnapshot(w io.Writer, index uint64, view *meta.View, users []User) err
 	}); err != nil {
 		return err
 	}
+	if err := view.ScanVersions(func(o *meta.Object) error {
+		o.Extents = nil
+		return sw.record(kindVersion, o)
+	}); err != nil {
+		return err
+	}
 	return sw.end()
 }
 
 type snapshotReader struct {
+	v1     bool // format 1: no version table
 	r      *bufio.Reader
 	crc    hash.Hash32
 	index  uint64
@@ -177,9 +195,10 @@ func newSnapshotReader(r io.Reader) (*snapshotReader, error) {
 	if err := sr.full(head); err != nil {
 		return nil, err
 	}
-	if !bytes.Equal(head[:len(snapshotMagic)], snapshotMagic) {
+	if magic := head[:len(snapshotMagic)]; !bytes.Equal(magic, snapshotMagic) && !bytes.Equal(magic, snapshotMagicV1) {
 		return nil, fmt.Errorf("%w: not a b3 snapshot (or a newer version)", errSnapshotFormat)
 	}
+	sr.v1 = bytes.Equal(head[:len(snapshotMagic)], snapshotMagicV1)
 	sr.index = binary.BigEndian.Uint64(head[len(snapshotMagic):])
 	return sr, nil
 }
@@ -229,7 +248,7 @@ func (sr *snapshotReader) next() (byte, []byte, error) {
 		return kindEnd, nil, nil
 	}
 	at := bytes.IndexByte([]byte(kindOrder), kind)
-	if at < 0 || at < bytes.IndexByte([]byte(kindOrder), sr.kind) {
+	if at < 0 || at < bytes.IndexByte([]byte(kindOrder), sr.kind) || (sr.v1 && kind == kindVersion) {
 		return 0, nil, fmt.Errorf("%w: frame kind %q after %q", errSnapshotFormat, kind, sr.kind)
 	}
 	if n > maxFrame {
@@ -266,7 +285,9 @@ type restorer struct {
 	buckets  map[string]bool
 	uploads  map[string]*meta.Upload // by upload ID
 	local    *localObjects
-	fetched  int64 // bytes fetched from peers
+	// localVersions: the local version table, from the version section on.
+	localVersions *localObjects
+	fetched       int64 // bytes fetched from peers
 }
 
 // restoreSnapshot reads a snapshot from r and makes store and users its
@@ -278,6 +299,9 @@ func restoreSnapshot(ctx context.Context, sr *snapshotReader, store *objstore.St
 	defer func() {
 		if rs.local != nil {
 			rs.local.stop()
+		}
+		if rs.localVersions != nil {
+			rs.localVersions.stop()
 		}
 	}()
 	section := 0 // sections of kindOrder before this one are complete
@@ -315,7 +339,7 @@ func (rs *restorer) record(kind byte, data []byte) error {
 		v = &meta.Upload{}
 	case kindPart:
 		v = &meta.Part{}
-	case kindObject:
+	case kindObject, kindVersion:
 		v = &meta.Object{}
 	}
 	if err := json.Unmarshal(data, v); err != nil {
@@ -333,6 +357,9 @@ func (rs *restorer) record(kind byte, data []byte) error {
 	case *meta.Part:
 		return rs.part(x)
 	default:
+		if kind == kindVersion {
+			return rs.version(v.(*meta.Object))
+		}
 		return rs.object(v.(*meta.Object))
 	}
 }
@@ -362,6 +389,9 @@ func (rs *restorer) endSection(kind byte) error {
 	case kindObject:
 		// Local records after the last in the snapshot.
 		_, err := rs.deleteLocalBefore(nil)
+		return err
+	case kindVersion:
+		_, err := rs.dropLocalVersionsBefore(nil)
 		return err
 	}
 	return nil
@@ -433,28 +463,98 @@ func (rs *restorer) object(o *meta.Object) error {
 		return rs.store.ApplyUpdateObject(o, objstore.Restoring)
 	}
 	if o.Inline != nil {
-		return rs.store.ApplyPutObject(o, objstore.Restoring)
+		return rs.store.RestoreObject(o)
 	}
+	if old, err := rs.store.Meta().GetVersion(o.Bucket, o.Key, o.Version); err == nil && !old.DeleteMarker {
+		// Noncurrent here, current in the snapshot: its bytes are here.
+		o.Extents, o.Size = old.Extents, old.Size
+		return rs.store.RestoreObject(o)
+	}
+	gone, err := rs.fetchAndInstall(o, rs.store.RestoreObject)
+	if gone {
+		// A later command replaced it: leave the key empty until then.
+		return rs.store.RestoreSetAside(o.Bucket, o.Key)
+	}
+	return err
+}
+
+// fetchAndInstall fetches o's bytes from a peer and installs o with them;
+// gone: a peer past the snapshot no longer holds them (nothing installed).
+func (rs *restorer) fetchAndInstall(o *meta.Object, install func(*meta.Object) error) (gone bool, err error) {
 	st, err := rs.fetch(rs.ctx, bytesRef{Bucket: o.Bucket, Key: o.Key, Version: o.Version, Index: rs.index})
 	if errors.Is(err, errGone) {
-		// A later command replaced it: leave the key empty until then.
-		if cur == nil {
-			return nil
-		}
-		_, err = rs.store.ApplyDeleteObject(o.Bucket, o.Key, objstore.Restoring)
-		return err
+		return true, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	rs.fetched += st.Size
 	o.Extents, o.Size, o.Inline = st.Extents, st.Size, nil
-	if err := rs.store.ApplyPutObject(o, objstore.Restoring); err != nil {
+	if err := install(o); err != nil {
 		st.Discard()
-		return err
+		return false, err
 	}
 	st.Release()
-	return nil
+	return false, nil
+}
+
+// version installs one version-table record (a noncurrent version or a
+// delete marker), after removing the local ones that sort before it. A
+// version held here (noncurrent, or set aside from the current records by
+// the object section) keeps its bytes.
+func (rs *restorer) version(o *meta.Object) error {
+	local, err := rs.dropLocalVersionsBefore(o)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.DeleteMarker || o.Inline != nil:
+		return rs.store.RestoreVersion(o)
+	case local != nil && !local.DeleteMarker:
+		o.Extents, o.Size = local.Extents, local.Size
+		return rs.store.RestoreVersion(o)
+	}
+	// Gone: a later command removed it.
+	_, err = rs.fetchAndInstall(o, rs.store.RestoreVersion)
+	return err
+}
+
+// dropLocalVersionsBefore removes the local version-table records that
+// sort before o (all that remain if o is nil), and returns the local
+// record of o's version, if any. The local scan starts at the first call:
+// after the object section, whose set-aside records it must see.
+func (rs *restorer) dropLocalVersionsBefore(o *meta.Object) (*meta.Object, error) {
+	if rs.localVersions == nil {
+		view := rs.store.Meta().NewView()
+		rs.localVersions = pullObjects(view.ScanVersions, func() { _ = view.Close() })
+	}
+	l := rs.localVersions
+	for {
+		v, ok := l.peek()
+		if !ok {
+			return nil, l.err
+		}
+		if o != nil && !versionBefore(v, o) {
+			if v.Bucket == o.Bucket && v.Key == o.Key && v.Version == o.Version {
+				l.advance()
+				return v, nil
+			}
+			return nil, nil
+		}
+		if err := rs.store.RestoreDropVersion(v.Bucket, v.Key, v.Version); err != nil {
+			return nil, err
+		}
+		l.advance()
+	}
+}
+
+// versionBefore orders version-table records as meta's keys do: by
+// bucket, key, then newest version first.
+func versionBefore(a, b *meta.Object) bool {
+	if a.Bucket != b.Bucket || a.Key != b.Key {
+		return objectBefore(a, b)
+	}
+	return a.Version > b.Version
 }
 
 // deleteLocalBefore deletes the local object records that sort before o
@@ -477,7 +577,9 @@ func (rs *restorer) deleteLocalBefore(o *meta.Object) (*meta.Object, error) {
 			}
 			return nil, nil
 		}
-		if _, err := rs.store.ApplyDeleteObject(l.Bucket, l.Key, objstore.Restoring); err != nil {
+		// Set aside, not deleted: it may be one of the snapshot's
+		// noncurrent versions (the version section decides).
+		if err := rs.store.RestoreSetAside(l.Bucket, l.Key); err != nil {
 			return nil, err
 		}
 		rs.local.advance()
@@ -492,8 +594,9 @@ func objectBefore(a, b *meta.Object) bool {
 	return a.Key < b.Key
 }
 
-// localObjects pulls the store's object records, in key order, from one
-// scan (a pebble snapshot: the restore's own writes are not seen).
+// localObjects pulls the store's object (or version) records, in key
+// order, from one scan (a pebble snapshot: the restore's own writes are
+// not seen).
 type localObjects struct {
 	next  func() (*meta.Object, bool)
 	stop  func()
@@ -503,10 +606,15 @@ type localObjects struct {
 }
 
 func scanLocalObjects(db *meta.DB) *localObjects {
+	return pullObjects(func(fn func(*meta.Object) error) error { return db.ScanObjects("", "", fn) }, nil)
+}
+
+// pullObjects runs scan as an iterator; done, if set, runs when it stops.
+func pullObjects(scan func(fn func(*meta.Object) error) error, done func()) *localObjects {
 	l := &localObjects{}
 	seq := func(yield func(*meta.Object) bool) {
 		errStop := errors.New("stop")
-		err := db.ScanObjects("", "", func(o *meta.Object) error {
+		err := scan(func(o *meta.Object) error {
 			if !yield(o) {
 				return errStop
 			}
@@ -516,7 +624,11 @@ func scanLocalObjects(db *meta.DB) *localObjects {
 			l.err = err
 		}
 	}
-	l.next, l.stop = iter.Pull(iter.Seq[*meta.Object](seq))
+	next, stop := iter.Pull(iter.Seq[*meta.Object](seq))
+	l.next, l.stop = next, stop
+	if done != nil {
+		l.stop = func() { stop(); done() }
+	}
 	l.advance()
 	return l
 }

@@ -15,6 +15,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -287,16 +288,91 @@ type restorer struct {
 	local    *localObjects
 	// localVersions: the local version table, from the version section on.
 	localVersions *localObjects
-	fetched       int64 // bytes fetched from peers
+	fetches       *fetchGroup
+	fetched       int64 // bytes fetched from peers, as of the last section's end
+}
+
+// A restore fetches the bytes it lacks restoreParallel at a time (the
+// catch-up prefetcher's bound), each fetch installing its record when its
+// bytes are in; records that need no fetch are installed in order
+// meanwhile. Every record of a section is a different key (or version),
+// so installs do not race on one key; a section's fetches all end before
+// the next section starts, which may depend on them (the version section
+// reads what the object section set aside). Fetches are background I/O
+// (Node.fetch). The catch-up prefetcher itself does not fit: it reads
+// ahead in the log and hands bytes to applies by stage id, while a
+// snapshot's records have neither.
+const restoreParallel = prefetchParallel
+
+// fetchGroup runs fetches at most n at a time; the first error cancels
+// the rest (through the restore's context) and is returned by wait.
+type fetchGroup struct {
+	cancel  context.CancelFunc
+	slots   chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	err     error
+	fetched int64
+}
+
+func newFetchGroup(cancel context.CancelFunc, n int) *fetchGroup {
+	return &fetchGroup{cancel: cancel, slots: make(chan struct{}, n)}
+}
+
+// run starts fn once a slot is free; it returns the group's error, if
+// one has happened, instead of starting it.
+func (g *fetchGroup) run(fn func() error) error {
+	g.slots <- struct{}{}
+	if err := g.failed(); err != nil {
+		<-g.slots
+		return err
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer func() { <-g.slots }()
+		if err := fn(); err != nil {
+			g.mu.Lock()
+			if g.err == nil {
+				g.err = err
+				g.cancel()
+			}
+			g.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+func (g *fetchGroup) failed() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
+func (g *fetchGroup) count(n int64) {
+	g.mu.Lock()
+	g.fetched += n
+	g.mu.Unlock()
+}
+
+// wait waits for every fetch started and returns the first error.
+func (g *fetchGroup) wait() error {
+	g.wg.Wait()
+	return g.failed()
 }
 
 // restoreSnapshot reads a snapshot from r and makes store and users its
 // state; it returns the snapshot's index. It does not stamp the store:
 // the caller does, once it returns nil.
 func restoreSnapshot(ctx context.Context, sr *snapshotReader, store *objstore.Store, users *userState, fetch fetchFunc) (*restorer, error) {
+	ctx, cancel := context.WithCancel(ctx)
 	rs := &restorer{ctx: ctx, store: store, users: users, fetch: fetch, index: sr.index,
-		buckets: map[string]bool{}, uploads: map[string]*meta.Upload{}}
+		buckets: map[string]bool{}, uploads: map[string]*meta.Upload{},
+		fetches: newFetchGroup(cancel, restoreParallel)}
 	defer func() {
+		cancel()
+		_ = rs.fetches.wait() // none outlives the restore
+
 		if rs.local != nil {
 			rs.local.stop()
 		}
@@ -364,9 +440,13 @@ func (rs *restorer) record(kind byte, data []byte) error {
 	}
 }
 
-// endSection finishes a section: what the store has and the snapshot
-// has not goes.
+// endSection finishes a section: its fetches end, and what the store has
+// and the snapshot has not goes.
 func (rs *restorer) endSection(kind byte) error {
+	if err := rs.fetches.wait(); err != nil {
+		return err
+	}
+	rs.fetched = rs.fetches.fetched
 	switch kind {
 	case kindUser:
 		return rs.users.replace(rs.userList)
@@ -434,21 +514,23 @@ func (rs *restorer) part(p *meta.Part) error {
 	case err != nil && !errors.Is(err, meta.ErrNotFound):
 		return err
 	}
-	st, err := rs.fetch(rs.ctx, bytesRef{Bucket: up.Bucket, Key: up.Key, Version: up.Version, UploadID: p.UploadID, Part: p.Number, Index: rs.index})
-	if errors.Is(err, errGone) {
-		return nil // a later command completes or aborts the upload
-	}
-	if err != nil {
-		return err
-	}
-	rs.fetched += st.Size
-	p.Extents, p.Size = st.Extents, st.Size
-	if err := rs.store.ApplyPutPart(up.Bucket, up.Key, p, objstore.Restoring); err != nil {
-		st.Discard()
-		return err
-	}
-	st.Release()
-	return nil
+	return rs.fetches.run(func() error {
+		st, err := rs.fetch(rs.ctx, bytesRef{Bucket: up.Bucket, Key: up.Key, Version: up.Version, UploadID: p.UploadID, Part: p.Number, Index: rs.index})
+		if errors.Is(err, errGone) {
+			return nil // a later command completes or aborts the upload
+		}
+		if err != nil {
+			return err
+		}
+		rs.fetches.count(st.Size)
+		p.Extents, p.Size = st.Extents, st.Size
+		if err := rs.store.ApplyPutPart(up.Bucket, up.Key, p, objstore.Restoring); err != nil {
+			st.Discard()
+			return err
+		}
+		st.Release()
+		return nil
+	})
 }
 
 // object installs one object record, after removing the local records
@@ -470,12 +552,14 @@ func (rs *restorer) object(o *meta.Object) error {
 		o.Extents, o.Size = old.Extents, old.Size
 		return rs.store.RestoreObject(o)
 	}
-	gone, err := rs.fetchAndInstall(o, rs.store.RestoreObject)
-	if gone {
-		// A later command replaced it: leave the key empty until then.
-		return rs.store.RestoreSetAside(o.Bucket, o.Key)
-	}
-	return err
+	return rs.fetches.run(func() error {
+		gone, err := rs.fetchAndInstall(o, rs.store.RestoreObject)
+		if gone {
+			// A later command replaced it: leave the key empty until then.
+			return rs.store.RestoreSetAside(o.Bucket, o.Key)
+		}
+		return err
+	})
 }
 
 // fetchAndInstall fetches o's bytes from a peer and installs o with them;
@@ -488,7 +572,7 @@ func (rs *restorer) fetchAndInstall(o *meta.Object, install func(*meta.Object) e
 	if err != nil {
 		return false, err
 	}
-	rs.fetched += st.Size
+	rs.fetches.count(st.Size)
 	o.Extents, o.Size, o.Inline = st.Extents, st.Size, nil
 	if err := install(o); err != nil {
 		st.Discard()
@@ -514,9 +598,11 @@ func (rs *restorer) version(o *meta.Object) error {
 		o.Extents, o.Size = local.Extents, local.Size
 		return rs.store.RestoreVersion(o)
 	}
-	// Gone: a later command removed it.
-	_, err = rs.fetchAndInstall(o, rs.store.RestoreVersion)
-	return err
+	return rs.fetches.run(func() error {
+		// Gone: a later command removed it.
+		_, err := rs.fetchAndInstall(o, rs.store.RestoreVersion)
+		return err
+	})
 }
 
 // dropLocalVersionsBefore removes the local version-table records that

@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,7 +151,13 @@ func (r *replica) snapshot(index uint64) []byte {
 // fetch fails); it returns the bytes fetched. Keys named "gone" are answered gone, as a peer past the
 // snapshot that no longer holds them would.
 func (r *replica) restore(data []byte, src *replica) (fetched int64, err error) {
-	fetch := func(ctx context.Context, ref bytesRef) (*objstore.Staged, error) {
+	return r.restoreWith(data, src, nil)
+}
+
+// restoreWith is restore with the fetches passed through wrap (if set).
+func (r *replica) restoreWith(data []byte, src *replica, wrap func(fetchFunc) fetchFunc) (int64, error) {
+	var fetched atomic.Int64 // fetches run concurrently
+	var fetch fetchFunc = func(ctx context.Context, ref bytesRef) (*objstore.Staged, error) {
 		if ref.Key == "gone" {
 			return nil, errGone
 		}
@@ -179,12 +187,15 @@ func (r *replica) restore(data []byte, src *replica) (fetched int64, err error) 
 			return nil, err
 		}
 		defer rc.Close()
-		fetched += size
+		fetched.Add(size)
 		return r.store.Stage(ctx, ref.Bucket, ref.Key, ref.Version, rc)
 	}
+	if wrap != nil {
+		fetch = wrap(fetch)
+	}
 	f := &fsm{closing: context.Background(), fetch: fetch, store: r.store, users: r.users, log: slog.Default()}
-	err = f.Restore(io.NopCloser(bytes.NewReader(data)))
-	return fetched, err
+	err := f.Restore(io.NopCloser(bytes.NewReader(data)))
+	return fetched.Load(), err
 }
 
 // objects lists a replica's records as "bucket/key@version tags", inline
@@ -472,5 +483,71 @@ func TestSnapshotRestoreVersions(t *testing.T) {
 	}
 	if fetched, err := dst.restore(data, src); err != nil || fetched != 0 {
 		t.Fatalf("second restore: fetched %d, %v", fetched, err)
+	}
+}
+
+// TestSnapshotRestoreFetchesInParallel: a restore fetches the bytes it
+// lacks several at a time (objects, versions and parts alike), never more
+// than restoreParallel, and installs every record.
+func TestSnapshotRestoreFetchesInParallel(t *testing.T) {
+	big := func(i int) string { return strings.Repeat(string(rune('a'+i)), 20<<10) }
+	src, dst := newReplica(t), newReplica(t)
+	src.bucket("b", 1)
+	dst.bucket("b", 1)
+	up := meta.NewUploadID(2)
+	src.upload("b", "mp", up, 2, 2)
+	for n := 1; n <= 6; n++ {
+		src.part("b", "mp", 2, up, n, big(n), uint64(2+n))
+	}
+	if err := src.store.ApplyPutBucket(&meta.Bucket{Name: "b", Created: t0, Versioning: meta.VersioningEnabled}, false, 9); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		src.put("b", fmt.Sprintf("k%d", i%6), uint64(10+i), big(i), nil, uint64(10+i)) // 6 current, 6 noncurrent
+	}
+	data := src.snapshot(100)
+
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	several, opened := make(chan struct{}), false
+	giveUp := time.Now().Add(2 * time.Second)
+	fetched, err := dst.restoreWith(data, src, func(fetch fetchFunc) fetchFunc {
+		return func(ctx context.Context, ref bytesRef) (*objstore.Staged, error) {
+			mu.Lock()
+			inFlight++
+			if inFlight > most {
+				most = inFlight
+			}
+			if inFlight == 2 && !opened {
+				close(several)
+				opened = true
+			}
+			mu.Unlock()
+			defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+			// Hold the fetches until a second is in flight; a restore
+			// fetching alone gets through after a while and fails below.
+			select {
+			case <-several:
+			case <-time.After(time.Until(giveUp)):
+			}
+			return fetch(ctx, ref)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fetched != 18*20<<10 {
+		t.Errorf("fetched %d bytes, want %d", fetched, 18*20<<10)
+	}
+	if most < 2 || most > restoreParallel {
+		t.Fatalf("at most %d fetches at once, want 2 to %d", most, restoreParallel)
+	}
+	if got, want := dst.versions(), src.versions(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("versions after restore:\n got %q\nwant %q", got, want)
+	}
+	for n := 1; n <= 6; n++ {
+		if _, err := dst.store.Meta().GetPart(up, n); err != nil {
+			t.Fatalf("part %d: %v", n, err)
+		}
 	}
 }

@@ -197,7 +197,9 @@ func replicaVersions(t *testing.T, data, bucket string) []replicaVersion {
 // bucket's versioning cannot be suspended; the leader's lifecycle pass
 // expires noncurrent versions and lone delete markers through the log
 // (NoncurrentVersionExpiration, ExpiredObjectDeleteMarker) and never a
-// locked version. Every node's own store ends with the same versions.
+// locked version, and a current version's expiry in a versioned bucket
+// adds a delete marker. Every node's own store ends with the same
+// versions.
 func TestClusterObjectLock(t *testing.T) {
 	c := testutil.StartCluster(t, testutil.ClusterOptions{Args: []string{
 		"--lifecycle-day", "1s", "--lifecycle-interval", "300ms", "--inline-max", "0"}})
@@ -281,6 +283,25 @@ func TestClusterObjectLock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// In a third, the current version's expiry adds a delete marker (the
+	// expired version stays, noncurrent).
+	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("exp")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl[1].PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("exp"),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl[2].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("exp"), Key: aws.String("z"), Body: bytes.NewReader(randomBytes(3, 5000))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl[0].PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String("exp"),
+		LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: []types.LifecycleRule{{
+			ID: aws.String("cur"), Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("")},
+			Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)},
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
 	versions := func(i int, b string) []string {
 		var out []string
 		for _, line := range versionmodel.ListAllVersions(t, cl[i], b, 100) {
@@ -291,8 +312,10 @@ func TestClusterObjectLock(t *testing.T) {
 	}
 	wantLocked := []string{"held marker=false", "k marker=false", "k marker=true"} // the locked k and the marker hiding it
 	wantPlain := []string{"x marker=false"}
+	wantExp := []string{"z marker=false", "z marker=true"}
 	waitFor(ctx, t, "the lifecycle pass to expire the noncurrent versions", func() bool {
-		return slices.Equal(versions(0, bucket), wantLocked) && slices.Equal(versions(0, "plain"), wantPlain)
+		return slices.Equal(versions(0, bucket), wantLocked) && slices.Equal(versions(0, "plain"), wantPlain) &&
+			slices.Equal(versions(0, "exp"), wantExp)
 	})
 	for i := range c.Nodes {
 		if got := versions(i, bucket); !slices.Equal(got, wantLocked) {
@@ -310,7 +333,7 @@ func TestClusterObjectLock(t *testing.T) {
 	if err := c.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	for _, b := range []string{bucket, "plain"} {
+	for _, b := range []string{bucket, "plain", "exp"} {
 		first := fmt.Sprint(replicaVersions(t, c.Nodes[0].Data, b))
 		for _, n := range c.Nodes[1:] {
 			if got := fmt.Sprint(replicaVersions(t, n.Data, b)); got != first {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
 )
 
 // op names a replicated command.
@@ -27,6 +28,11 @@ const (
 	opAbort        op = "abort"         // Name, Key, UploadID
 	opAddUser      op = "add-user"      // User
 	opRemoveUser   op = "remove-user"   // User.AccessKey
+
+	// Versioning and Object Lock (versioning.go).
+	opDeleteVersion op = "delete-version" // Name, Key, Delete: a deletion of any bucket
+	opExpireVersion op = "expire-version" // Name, Key, Version, OnlyMarker, Delete.At: lifecycle removal of a noncurrent version or a lone delete marker
+	opUpdateVersion op = "update-version" // Object: attributes of one version, current or not
 )
 
 // command is one entry of the replicated log. It carries the outcome the
@@ -48,6 +54,11 @@ type command struct {
 	Numbers  []int        `json:"numbers,omitempty"`
 	Stage    uint64       `json:"stage,omitempty"`
 	User     *User        `json:"user,omitempty"`
+	// Delete is a deletion as the leader decided it (delete marker's
+	// version and time, the Object Lock check's instant, governance
+	// bypass); with opExpire, the marker a versioned bucket's expiry adds.
+	Delete     *objstore.Deletion `json:"delete,omitempty"`
+	OnlyMarker bool               `json:"only_marker,omitempty"`
 }
 
 // User is a cluster-wide S3 principal.

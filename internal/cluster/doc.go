@@ -73,6 +73,10 @@
 //     the cluster secret before a byte of Raft or HTTP (auth.go).
 //   - Lifecycle expiry is decided by the leader alone and applied as
 //     expire commands naming the version found due (lifecycle.go).
+//   - Versioned writes carry the leader's decisions (marker versions, the
+//     Object Lock check's instant); what depends on a bucket's versioning
+//     state is read by the apply from the replicated bucket record
+//     (versioning.go).
 //
 // # Not done (see docs/CLUSTER.md)
 //

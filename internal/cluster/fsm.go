@@ -56,6 +56,7 @@ type fsm struct {
 // applyResult is what Apply returns to the proposer (on the leader).
 type applyResult struct {
 	obj *meta.Object
+	del objstore.DeleteResult // of a deletion (versioning.go)
 	err error
 }
 
@@ -73,6 +74,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 		// Only this binary writes commands; an undecodable one means a
 		// newer version wrote it. Applying the rest would diverge.
 		panic(fmt.Sprintf("cluster: log entry %d: %v", l.Index, err))
+	}
+	if res, ok := f.applyVersioned(c, l.Index); ok {
+		return res
 	}
 	obj, err := f.apply(c, l.Index)
 	return applyResult{obj: obj, err: err}

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"time"
+
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
 )
@@ -18,9 +20,12 @@ import (
 // leader's.
 //
 // Invariant: an expire command names the version the leader found due,
-// under the key's lock on the leader; applying it deletes the key only if
-// that version is still current, so a write ordered after the decision
-// always wins.
+// under the key's lock on the leader; applying it deletes the key (in a
+// bucket with versioning: adds the delete marker the command carries) only
+// if that version is still current, so a write ordered after the decision
+// always wins. NoncurrentVersionExpiration and ExpiredObjectDeleteMarker
+// go the same way (expire-version commands naming the version), their
+// conditions checked again by the apply.
 type leaderLifecycle struct{ s *Store }
 
 var _ objstore.LifecycleActions = leaderLifecycle{}
@@ -35,7 +40,16 @@ func (l leaderLifecycle) Settle(seen *meta.Object) (objstore.LifecycleOutcome, e
 	}
 	want, due := s.LifecycleDue(cur)
 	if due {
-		gone, err := s.node.propose(&command{Op: opExpire, Name: cur.Bucket, Key: cur.Key, Version: cur.Version})
+		// In a bucket with versioning (when the command applies) the
+		// expiry adds a delete marker: its version and time are decided
+		// here.
+		marker, err := s.node.nextID()
+		if err != nil {
+			return objstore.LifecycleUnchanged, err
+		}
+		now := time.Now().UTC()
+		d := &objstore.Deletion{Marker: marker, Modified: now, At: now}
+		gone, err := s.node.propose(&command{Op: opExpire, Name: cur.Bucket, Key: cur.Key, Version: cur.Version, Delete: d})
 		if err != nil || gone == nil {
 			return objstore.LifecycleUnchanged, err
 		}
@@ -52,6 +66,19 @@ func (l leaderLifecycle) Settle(seen *meta.Object) (objstore.LifecycleOutcome, e
 		return objstore.LifecycleUnchanged, err
 	}
 	return objstore.LifecycleReevaluated, nil
+}
+
+// ExpireVersion removes a noncurrent version (or a lone delete marker)
+// through the log. Whether it still qualifies is decided again by the
+// apply, on the records of that point of the log; the Object Lock check
+// takes the leader's now, carried in the command.
+func (l leaderLifecycle) ExpireVersion(seen *meta.Object, onlyMarker bool) (bool, error) {
+	s := l.s
+	unlock := s.lockKey(seen.Bucket, seen.Key)
+	defer unlock()
+	d := &objstore.Deletion{At: time.Now().UTC()}
+	removed, err := s.node.propose(&command{Op: opExpireVersion, Name: seen.Bucket, Key: seen.Key, Version: seen.Version, OnlyMarker: onlyMarker, Delete: d})
+	return removed != nil, err
 }
 
 func (l leaderLifecycle) Abort(up *meta.Upload) error {

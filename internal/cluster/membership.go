@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -32,7 +33,11 @@ import (
 //	remove n2     raft RemoveServer. The removed node, once it sees a
 //	              configuration without itself, records that in its
 //	              cluster.json, answers S3 requests with 503 saying why, and
-//	              refuses to start again.
+//	              refuses to start again. The leader tells it at once
+//	              (POST /_b3/v1/removed); a node that was down then finds
+//	              no leader when it returns, asks the members it knows
+//	              (GET /_b3/v1/member), and the leader's committed
+//	              configuration tells it.
 //
 // Invariants:
 //   - A non-voter counts towards no majority: it neither votes nor
@@ -43,6 +48,9 @@ import (
 //     --join) and answering with the requested id is added: a node of
 //     another cluster, or a typo's wrong address, is refused.
 //   - The leader refuses to remove the last voter.
+//   - A node concludes it was removed only from a committed
+//     configuration without it: its own, or the leader's answer (only a
+//     node that leads, in a configuration it has committed, answers).
 
 // promoteLag is how far behind the leader's applied index a non-voter
 // may be when it is promoted: it has applied the snapshot and the log to
@@ -185,23 +193,15 @@ func (n *Node) watchMembers() {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	member := false // seen in a configuration
+	leaderless := 0 // seconds without a leader, as a member
 	for {
 		select {
 		case <-n.closing.Done():
 			return
 		case <-t.C:
 		}
-		f := n.raft.GetConfiguration()
-		if f.Error() != nil {
-			continue
-		}
-		servers := f.Configuration().Servers
-		// Judge membership only by a committed configuration: an entry
-		// of a deposed leader may yet be replaced.
-		stats := n.raft.Stats()
-		confAt, _ := strconv.ParseUint(stats["latest_configuration_index"], 10, 64)
-		commit, _ := strconv.ParseUint(stats["commit_index"], 10, 64)
-		if confAt > commit {
+		servers, ok := n.committedServers()
+		if !ok {
 			continue
 		}
 		in := false
@@ -212,6 +212,11 @@ func (n *Node) watchMembers() {
 		case in:
 			member = true
 			n.learnClusterID()
+			if addr, _ := n.raft.LeaderWithID(); addr != "" {
+				leaderless = 0
+			} else if leaderless++; leaderless%askMemberEvery == 0 && !n.removed.Load() {
+				n.askMembership(servers)
+			}
 		case member || len(servers) > 0 && !n.cfg.Join:
 			n.noteRemoved()
 		}
@@ -222,6 +227,70 @@ func (n *Node) watchMembers() {
 				}
 			}
 		}
+	}
+}
+
+// committedServers returns this node's latest Raft configuration if it is
+// committed (ok false otherwise: an entry of a deposed leader may yet be
+// replaced, so membership is not judged by it).
+func (n *Node) committedServers() ([]raft.Server, bool) {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil, false
+	}
+	stats := n.raft.Stats()
+	confAt, _ := strconv.ParseUint(stats["latest_configuration_index"], 10, 64)
+	commit, _ := strconv.ParseUint(stats["commit_index"], 10, 64)
+	return f.Configuration().Servers, confAt <= commit
+}
+
+// askMemberEvery is how many seconds a member hears from no leader before
+// it asks the others whether it is still a member, and then again.
+const askMemberEvery = 3
+
+// memberAnswer is the leader's answer to GET /_b3/v1/member?id=&address=:
+// whether that node is in the leader's committed configuration, at that
+// address.
+type memberAnswer struct {
+	Member bool `json:"member"`
+}
+
+// handleMember answers a node that asks whether it is still a member.
+// Only a leader answers, from a configuration it has committed.
+func (n *Node) handleMember(w http.ResponseWriter, r *http.Request) {
+	servers, ok := n.committedServers()
+	if !n.leading() || !ok {
+		http.Error(w, "not a leader with a committed configuration", http.StatusServiceUnavailable)
+		return
+	}
+	id, addr := r.URL.Query().Get("id"), r.URL.Query().Get("address")
+	member := slices.ContainsFunc(servers, func(s raft.Server) bool {
+		return s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(addr)
+	})
+	admin.WriteJSON(w, http.StatusOK, memberAnswer{Member: member})
+}
+
+// askMembership asks the other servers of this node's configuration
+// whether it is still a member: it was maybe removed while it was down,
+// and nobody could tell it. The leader's answer decides.
+func (n *Node) askMembership(servers []raft.Server) {
+	q := url.Values{"id": {n.cfg.ID}, "address": {n.cfg.ClusterAddress}}
+	for _, s := range servers {
+		if s.ID == raft.ServerID(n.cfg.ID) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(n.closing, 2*time.Second)
+		var ans memberAnswer
+		err := n.peerGetJSON(ctx, string(s.Address), "/_b3/v1/member?"+q.Encode(), &ans)
+		cancel()
+		if err != nil {
+			continue // down, or not the leader
+		}
+		if !ans.Member {
+			n.log.Warn("the leader's configuration lacks this node: it was removed while it was away", "leader", s.ID)
+			n.noteRemoved()
+		}
+		return
 	}
 }
 

@@ -507,19 +507,24 @@ const applyTimeout = 10 * time.Second
 
 // propose replicates c through the log and returns its outcome here.
 func (n *Node) propose(c *command) (*meta.Object, error) {
+	res := n.proposeResult(c)
+	return res.obj, res.err
+}
+
+// proposeResult is propose with the whole outcome of the apply.
+func (n *Node) proposeResult(c *command) applyResult {
 	f := n.raft.Apply(c.encode(), applyTimeout)
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errNoQuorum, err)
+			return applyResult{err: fmt.Errorf("%w: %v", errNoQuorum, err)}
 		}
 	case <-time.After(applyTimeout):
-		return nil, fmt.Errorf("%w: no commit within %s", errNoQuorum, applyTimeout)
+		return applyResult{err: fmt.Errorf("%w: no commit within %s", errNoQuorum, applyTimeout)}
 	}
-	res := f.Response().(applyResult)
-	return res.obj, res.err
+	return f.Response().(applyResult)
 }
 
 // followers returns the other voters' cluster addresses: those that

@@ -333,6 +333,7 @@ func (n *Node) peerHandler() http.Handler {
 	m.HandleFunc("POST /_b3/v1/users", n.handleUserCommand)
 	m.HandleFunc("POST /_b3/v1/members", n.handleMemberChange)
 	m.HandleFunc("POST /_b3/v1/removed", n.handleRemoved)
+	m.HandleFunc("GET /_b3/v1/member", n.handleMember)
 	m.HandleFunc("GET /_b3/v1/lag", n.handleLag)
 	m.Handle("/", n.pacer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A node elected a moment ago may still be applying what its

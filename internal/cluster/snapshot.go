@@ -15,6 +15,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -25,8 +26,9 @@ import (
 )
 
 // A Raft snapshot of a node is its replicated state at one log index:
-// users, buckets, uploads, parts and object records, without extents
-// (each node's own) and without object bytes, except inline objects'.
+// users, buckets, uploads, parts, object records and the version table
+// (noncurrent versions and delete markers), without extents (each node's
+// own) and without object bytes, except inline objects'.
 // A node restoring it (a follower the leader's log has left behind, a new
 // member) fetches the bytes it lacks from a peer by reference, through the
 // same path (and background I/O class) as a command whose bytes it
@@ -34,15 +36,21 @@ import (
 //
 // The stream (raft's snapshot store keeps it in DATA/snapshots/<id>/):
 //
-//	header   "B3SNAP" 0x00 0x01 | index u64
+//	header   "B3SNAP" 0x00 0x02 | index u64
 //	frames   kind u8 | len u32 | JSON record (meta's types, Extents nil)
 //	           'U' User     every user
 //	           'b' Bucket   every bucket, by name
 //	           'u' Upload   every multipart upload
 //	           'p' Part     every part, by upload ID, then number
-//	           'o' Object   every object record, by bucket, then key
-//	                        (inline objects with their payload)
+//	           'o' Object   every current object record, by bucket, then
+//	                        key (inline objects with their payload)
+//	           'v' Object   every version-table record (noncurrent
+//	                        versions, delete markers), by bucket, then
+//	                        key, each key's newest first
 //	end      'E' | len u32 = 8 | frames u64 | crc32c u32
+//
+// Format 1 ("B3SNAP" 0x00 0x01, written before versioning was replicated)
+// is the same without the 'v' section; it is still read.
 //
 // Integers are big-endian; the CRC (Castagnoli) covers every byte before
 // it. Kinds come in the order listed, each section complete; a reader
@@ -67,19 +75,23 @@ import (
 //     which this node applies next, replaced it; such a key is left
 //     absent until then.
 
-var snapshotMagic = []byte("B3SNAP\x00\x01")
+var (
+	snapshotMagic   = []byte("B3SNAP\x00\x02")
+	snapshotMagicV1 = []byte("B3SNAP\x00\x01") // no version table
+)
 
 const (
-	kindUser   = 'U'
-	kindBucket = 'b'
-	kindUpload = 'u'
-	kindPart   = 'p'
-	kindObject = 'o'
-	kindEnd    = 'E'
+	kindUser    = 'U'
+	kindBucket  = 'b'
+	kindUpload  = 'u'
+	kindPart    = 'p'
+	kindObject  = 'o'
+	kindVersion = 'v'
+	kindEnd     = 'E'
 )
 
 // kindOrder is the order of the sections.
-const kindOrder = "Ubupo"
+const kindOrder = "Ubupov"
 
 // maxFrame bounds one record (a bucket's documents, an inline object).
 const maxFrame = 64 << 20
@@ -159,10 +171,17 @@ func writeSnapshot(w io.Writer, index uint64, view *meta.View, users []User) err
 	}); err != nil {
 		return err
 	}
+	if err := view.ScanVersions(func(o *meta.Object) error {
+		o.Extents = nil
+		return sw.record(kindVersion, o)
+	}); err != nil {
+		return err
+	}
 	return sw.end()
 }
 
 type snapshotReader struct {
+	v1     bool // format 1: no version table
 	r      *bufio.Reader
 	crc    hash.Hash32
 	index  uint64
@@ -177,9 +196,10 @@ func newSnapshotReader(r io.Reader) (*snapshotReader, error) {
 	if err := sr.full(head); err != nil {
 		return nil, err
 	}
-	if !bytes.Equal(head[:len(snapshotMagic)], snapshotMagic) {
+	if magic := head[:len(snapshotMagic)]; !bytes.Equal(magic, snapshotMagic) && !bytes.Equal(magic, snapshotMagicV1) {
 		return nil, fmt.Errorf("%w: not a b3 snapshot (or a newer version)", errSnapshotFormat)
 	}
+	sr.v1 = bytes.Equal(head[:len(snapshotMagic)], snapshotMagicV1)
 	sr.index = binary.BigEndian.Uint64(head[len(snapshotMagic):])
 	return sr, nil
 }
@@ -229,7 +249,7 @@ func (sr *snapshotReader) next() (byte, []byte, error) {
 		return kindEnd, nil, nil
 	}
 	at := bytes.IndexByte([]byte(kindOrder), kind)
-	if at < 0 || at < bytes.IndexByte([]byte(kindOrder), sr.kind) {
+	if at < 0 || at < bytes.IndexByte([]byte(kindOrder), sr.kind) || (sr.v1 && kind == kindVersion) {
 		return 0, nil, fmt.Errorf("%w: frame kind %q after %q", errSnapshotFormat, kind, sr.kind)
 	}
 	if n > maxFrame {
@@ -266,18 +286,98 @@ type restorer struct {
 	buckets  map[string]bool
 	uploads  map[string]*meta.Upload // by upload ID
 	local    *localObjects
-	fetched  int64 // bytes fetched from peers
+	// localVersions: the local version table, from the version section on.
+	localVersions *localObjects
+	fetches       *fetchGroup
+	fetched       int64 // bytes fetched from peers, as of the last section's end
+}
+
+// A restore fetches the bytes it lacks restoreParallel at a time (the
+// catch-up prefetcher's bound), each fetch installing its record when its
+// bytes are in; records that need no fetch are installed in order
+// meanwhile. Every record of a section is a different key (or version),
+// so installs do not race on one key; a section's fetches all end before
+// the next section starts, which may depend on them (the version section
+// reads what the object section set aside). Fetches are background I/O
+// (Node.fetch). The catch-up prefetcher itself does not fit: it reads
+// ahead in the log and hands bytes to applies by stage id, while a
+// snapshot's records have neither.
+const restoreParallel = prefetchParallel
+
+// fetchGroup runs fetches at most n at a time; the first error cancels
+// the rest (through the restore's context) and is returned by wait.
+type fetchGroup struct {
+	cancel  context.CancelFunc
+	slots   chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	err     error
+	fetched int64
+}
+
+func newFetchGroup(cancel context.CancelFunc, n int) *fetchGroup {
+	return &fetchGroup{cancel: cancel, slots: make(chan struct{}, n)}
+}
+
+// run starts fn once a slot is free; it returns the group's error, if
+// one has happened, instead of starting it.
+func (g *fetchGroup) run(fn func() error) error {
+	g.slots <- struct{}{}
+	if err := g.failed(); err != nil {
+		<-g.slots
+		return err
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer func() { <-g.slots }()
+		if err := fn(); err != nil {
+			g.mu.Lock()
+			if g.err == nil {
+				g.err = err
+				g.cancel()
+			}
+			g.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+func (g *fetchGroup) failed() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
+func (g *fetchGroup) count(n int64) {
+	g.mu.Lock()
+	g.fetched += n
+	g.mu.Unlock()
+}
+
+// wait waits for every fetch started and returns the first error.
+func (g *fetchGroup) wait() error {
+	g.wg.Wait()
+	return g.failed()
 }
 
 // restoreSnapshot reads a snapshot from r and makes store and users its
 // state; it returns the snapshot's index. It does not stamp the store:
 // the caller does, once it returns nil.
 func restoreSnapshot(ctx context.Context, sr *snapshotReader, store *objstore.Store, users *userState, fetch fetchFunc) (*restorer, error) {
+	ctx, cancel := context.WithCancel(ctx)
 	rs := &restorer{ctx: ctx, store: store, users: users, fetch: fetch, index: sr.index,
-		buckets: map[string]bool{}, uploads: map[string]*meta.Upload{}}
+		buckets: map[string]bool{}, uploads: map[string]*meta.Upload{},
+		fetches: newFetchGroup(cancel, restoreParallel)}
 	defer func() {
+		cancel()
+		_ = rs.fetches.wait() // none outlives the restore
+
 		if rs.local != nil {
 			rs.local.stop()
+		}
+		if rs.localVersions != nil {
+			rs.localVersions.stop()
 		}
 	}()
 	section := 0 // sections of kindOrder before this one are complete
@@ -315,7 +415,7 @@ func (rs *restorer) record(kind byte, data []byte) error {
 		v = &meta.Upload{}
 	case kindPart:
 		v = &meta.Part{}
-	case kindObject:
+	case kindObject, kindVersion:
 		v = &meta.Object{}
 	}
 	if err := json.Unmarshal(data, v); err != nil {
@@ -333,13 +433,20 @@ func (rs *restorer) record(kind byte, data []byte) error {
 	case *meta.Part:
 		return rs.part(x)
 	default:
+		if kind == kindVersion {
+			return rs.version(v.(*meta.Object))
+		}
 		return rs.object(v.(*meta.Object))
 	}
 }
 
-// endSection finishes a section: what the store has and the snapshot
-// has not goes.
+// endSection finishes a section: its fetches end, and what the store has
+// and the snapshot has not goes.
 func (rs *restorer) endSection(kind byte) error {
+	if err := rs.fetches.wait(); err != nil {
+		return err
+	}
+	rs.fetched = rs.fetches.fetched
 	switch kind {
 	case kindUser:
 		return rs.users.replace(rs.userList)
@@ -362,6 +469,9 @@ func (rs *restorer) endSection(kind byte) error {
 	case kindObject:
 		// Local records after the last in the snapshot.
 		_, err := rs.deleteLocalBefore(nil)
+		return err
+	case kindVersion:
+		_, err := rs.dropLocalVersionsBefore(nil)
 		return err
 	}
 	return nil
@@ -404,21 +514,23 @@ func (rs *restorer) part(p *meta.Part) error {
 	case err != nil && !errors.Is(err, meta.ErrNotFound):
 		return err
 	}
-	st, err := rs.fetch(rs.ctx, bytesRef{Bucket: up.Bucket, Key: up.Key, Version: up.Version, UploadID: p.UploadID, Part: p.Number, Index: rs.index})
-	if errors.Is(err, errGone) {
-		return nil // a later command completes or aborts the upload
-	}
-	if err != nil {
-		return err
-	}
-	rs.fetched += st.Size
-	p.Extents, p.Size = st.Extents, st.Size
-	if err := rs.store.ApplyPutPart(up.Bucket, up.Key, p, objstore.Restoring); err != nil {
-		st.Discard()
-		return err
-	}
-	st.Release()
-	return nil
+	return rs.fetches.run(func() error {
+		st, err := rs.fetch(rs.ctx, bytesRef{Bucket: up.Bucket, Key: up.Key, Version: up.Version, UploadID: p.UploadID, Part: p.Number, Index: rs.index})
+		if errors.Is(err, errGone) {
+			return nil // a later command completes or aborts the upload
+		}
+		if err != nil {
+			return err
+		}
+		rs.fetches.count(st.Size)
+		p.Extents, p.Size = st.Extents, st.Size
+		if err := rs.store.ApplyPutPart(up.Bucket, up.Key, p, objstore.Restoring); err != nil {
+			st.Discard()
+			return err
+		}
+		st.Release()
+		return nil
+	})
 }
 
 // object installs one object record, after removing the local records
@@ -433,28 +545,102 @@ func (rs *restorer) object(o *meta.Object) error {
 		return rs.store.ApplyUpdateObject(o, objstore.Restoring)
 	}
 	if o.Inline != nil {
-		return rs.store.ApplyPutObject(o, objstore.Restoring)
+		return rs.store.RestoreObject(o)
 	}
+	if old, err := rs.store.Meta().GetVersion(o.Bucket, o.Key, o.Version); err == nil && !old.DeleteMarker {
+		// Noncurrent here, current in the snapshot: its bytes are here.
+		o.Extents, o.Size = old.Extents, old.Size
+		return rs.store.RestoreObject(o)
+	}
+	return rs.fetches.run(func() error {
+		gone, err := rs.fetchAndInstall(o, rs.store.RestoreObject)
+		if gone {
+			// A later command replaced it: leave the key empty until then.
+			return rs.store.RestoreSetAside(o.Bucket, o.Key)
+		}
+		return err
+	})
+}
+
+// fetchAndInstall fetches o's bytes from a peer and installs o with them;
+// gone: a peer past the snapshot no longer holds them (nothing installed).
+func (rs *restorer) fetchAndInstall(o *meta.Object, install func(*meta.Object) error) (gone bool, err error) {
 	st, err := rs.fetch(rs.ctx, bytesRef{Bucket: o.Bucket, Key: o.Key, Version: o.Version, Index: rs.index})
 	if errors.Is(err, errGone) {
-		// A later command replaced it: leave the key empty until then.
-		if cur == nil {
-			return nil
-		}
-		_, err = rs.store.ApplyDeleteObject(o.Bucket, o.Key, objstore.Restoring)
-		return err
+		return true, nil
 	}
+	if err != nil {
+		return false, err
+	}
+	rs.fetches.count(st.Size)
+	o.Extents, o.Size, o.Inline = st.Extents, st.Size, nil
+	if err := install(o); err != nil {
+		st.Discard()
+		return false, err
+	}
+	st.Release()
+	return false, nil
+}
+
+// version installs one version-table record (a noncurrent version or a
+// delete marker), after removing the local ones that sort before it. A
+// version held here (noncurrent, or set aside from the current records by
+// the object section) keeps its bytes.
+func (rs *restorer) version(o *meta.Object) error {
+	local, err := rs.dropLocalVersionsBefore(o)
 	if err != nil {
 		return err
 	}
-	rs.fetched += st.Size
-	o.Extents, o.Size, o.Inline = st.Extents, st.Size, nil
-	if err := rs.store.ApplyPutObject(o, objstore.Restoring); err != nil {
-		st.Discard()
-		return err
+	switch {
+	case o.DeleteMarker || o.Inline != nil:
+		return rs.store.RestoreVersion(o)
+	case local != nil && !local.DeleteMarker:
+		o.Extents, o.Size = local.Extents, local.Size
+		return rs.store.RestoreVersion(o)
 	}
-	st.Release()
-	return nil
+	return rs.fetches.run(func() error {
+		// Gone: a later command removed it.
+		_, err := rs.fetchAndInstall(o, rs.store.RestoreVersion)
+		return err
+	})
+}
+
+// dropLocalVersionsBefore removes the local version-table records that
+// sort before o (all that remain if o is nil), and returns the local
+// record of o's version, if any. The local scan starts at the first call:
+// after the object section, whose set-aside records it must see.
+func (rs *restorer) dropLocalVersionsBefore(o *meta.Object) (*meta.Object, error) {
+	if rs.localVersions == nil {
+		view := rs.store.Meta().NewView()
+		rs.localVersions = pullObjects(view.ScanVersions, func() { _ = view.Close() })
+	}
+	l := rs.localVersions
+	for {
+		v, ok := l.peek()
+		if !ok {
+			return nil, l.err
+		}
+		if o != nil && !versionBefore(v, o) {
+			if v.Bucket == o.Bucket && v.Key == o.Key && v.Version == o.Version {
+				l.advance()
+				return v, nil
+			}
+			return nil, nil
+		}
+		if err := rs.store.RestoreDropVersion(v.Bucket, v.Key, v.Version); err != nil {
+			return nil, err
+		}
+		l.advance()
+	}
+}
+
+// versionBefore orders version-table records as meta's keys do: by
+// bucket, key, then newest version first.
+func versionBefore(a, b *meta.Object) bool {
+	if a.Bucket != b.Bucket || a.Key != b.Key {
+		return objectBefore(a, b)
+	}
+	return a.Version > b.Version
 }
 
 // deleteLocalBefore deletes the local object records that sort before o
@@ -477,7 +663,9 @@ func (rs *restorer) deleteLocalBefore(o *meta.Object) (*meta.Object, error) {
 			}
 			return nil, nil
 		}
-		if _, err := rs.store.ApplyDeleteObject(l.Bucket, l.Key, objstore.Restoring); err != nil {
+		// Set aside, not deleted: it may be one of the snapshot's
+		// noncurrent versions (the version section decides).
+		if err := rs.store.RestoreSetAside(l.Bucket, l.Key); err != nil {
 			return nil, err
 		}
 		rs.local.advance()
@@ -492,8 +680,9 @@ func objectBefore(a, b *meta.Object) bool {
 	return a.Key < b.Key
 }
 
-// localObjects pulls the store's object records, in key order, from one
-// scan (a pebble snapshot: the restore's own writes are not seen).
+// localObjects pulls the store's object (or version) records, in key
+// order, from one scan (a pebble snapshot: the restore's own writes are
+// not seen).
 type localObjects struct {
 	next  func() (*meta.Object, bool)
 	stop  func()
@@ -503,10 +692,15 @@ type localObjects struct {
 }
 
 func scanLocalObjects(db *meta.DB) *localObjects {
+	return pullObjects(func(fn func(*meta.Object) error) error { return db.ScanObjects("", "", fn) }, nil)
+}
+
+// pullObjects runs scan as an iterator; done, if set, runs when it stops.
+func pullObjects(scan func(fn func(*meta.Object) error) error, done func()) *localObjects {
 	l := &localObjects{}
 	seq := func(yield func(*meta.Object) bool) {
 		errStop := errors.New("stop")
-		err := db.ScanObjects("", "", func(o *meta.Object) error {
+		err := scan(func(o *meta.Object) error {
 			if !yield(o) {
 				return errStop
 			}
@@ -516,7 +710,11 @@ func scanLocalObjects(db *meta.DB) *localObjects {
 			l.err = err
 		}
 	}
-	l.next, l.stop = iter.Pull(iter.Seq[*meta.Object](seq))
+	next, stop := iter.Pull(iter.Seq[*meta.Object](seq))
+	l.next, l.stop = next, stop
+	if done != nil {
+		l.stop = func() { stop(); done() }
+	}
 	l.advance()
 	return l
 }

@@ -1,15 +1,19 @@
 package cluster
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,7 +151,13 @@ func (r *replica) snapshot(index uint64) []byte {
 // fetch fails); it returns the bytes fetched. Keys named "gone" are answered gone, as a peer past the
 // snapshot that no longer holds them would.
 func (r *replica) restore(data []byte, src *replica) (fetched int64, err error) {
-	fetch := func(ctx context.Context, ref bytesRef) (*objstore.Staged, error) {
+	return r.restoreWith(data, src, nil)
+}
+
+// restoreWith is restore with the fetches passed through wrap (if set).
+func (r *replica) restoreWith(data []byte, src *replica, wrap func(fetchFunc) fetchFunc) (int64, error) {
+	var fetched atomic.Int64 // fetches run concurrently
+	var fetch fetchFunc = func(ctx context.Context, ref bytesRef) (*objstore.Staged, error) {
 		if ref.Key == "gone" {
 			return nil, errGone
 		}
@@ -165,6 +175,9 @@ func (r *replica) restore(data []byte, src *replica) (fetched int64, err error) 
 		} else {
 			o, err := src.store.Meta().GetObject(ref.Bucket, ref.Key)
 			if err != nil || o.Version != ref.Version {
+				o, err = src.store.Meta().GetVersion(ref.Bucket, ref.Key, ref.Version)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("fetch %+v: %v", ref, err)
 			}
 			exts, size = o.Extents, o.Size
@@ -174,12 +187,15 @@ func (r *replica) restore(data []byte, src *replica) (fetched int64, err error) 
 			return nil, err
 		}
 		defer rc.Close()
-		fetched += size
+		fetched.Add(size)
 		return r.store.Stage(ctx, ref.Bucket, ref.Key, ref.Version, rc)
 	}
+	if wrap != nil {
+		fetch = wrap(fetch)
+	}
 	f := &fsm{closing: context.Background(), fetch: fetch, store: r.store, users: r.users, log: slog.Default()}
-	err = f.Restore(io.NopCloser(bytes.NewReader(data)))
-	return fetched, err
+	err := f.Restore(io.NopCloser(bytes.NewReader(data)))
+	return fetched.Load(), err
 }
 
 // objects lists a replica's records as "bucket/key@version tags", inline
@@ -341,6 +357,30 @@ func TestSnapshotFormat(t *testing.T) {
 	if err := read(good); err != nil {
 		t.Fatalf("a good snapshot: %v", err)
 	}
+	// Format 1 (no version table) is still read, and restored.
+	v1 := func() []byte {
+		var buf bytes.Buffer
+		sw := &snapshotWriter{w: bufio.NewWriter(&buf), crc: crc32.New(castagnoli)}
+		if err := sw.raw(binary.BigEndian.AppendUint64(bytes.Clone(snapshotMagicV1), 7)); err != nil {
+			t.Fatal(err)
+		}
+		_ = sw.record(kindBucket, &meta.Bucket{Name: "b", Created: t0})
+		_ = sw.record(kindObject, &meta.Object{Bucket: "b", Key: "k", Version: 2, Size: 2, Inline: []byte("v1"), Modified: t0})
+		if err := sw.end(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}()
+	if err := read(v1); err != nil {
+		t.Fatalf("a format 1 snapshot: %v", err)
+	}
+	old := newReplica(t)
+	if _, err := old.restore(v1, nil); err != nil {
+		t.Fatalf("restore a format 1 snapshot: %v", err)
+	}
+	if got := old.read("b", "k"); got != "v1" {
+		t.Fatalf("format 1 snapshot restored %q, want v1", got)
+	}
 	frame := func(kind byte, payload string) []byte {
 		return append(binary.BigEndian.AppendUint32([]byte{kind}, uint32(len(payload))), payload...)
 	}
@@ -350,7 +390,8 @@ func TestSnapshotFormat(t *testing.T) {
 		data []byte
 	}{
 		{"empty", nil},
-		{"other magic", append([]byte("B3SNAP\x00\x02"), good[8:]...)},
+		{"other magic", append([]byte("B3SNAP\x00\x03"), good[8:]...)},
+		{"versions in format 1", append(binary.BigEndian.AppendUint64(bytes.Clone(snapshotMagicV1), 7), frame(kindVersion, "{}")...)},
 		{"truncated", good[:len(good)-5]},
 		{"flipped byte", func() []byte { b := bytes.Clone(good); b[len(b)/2] ^= 1; return b }()},
 		{"trailing data", append(bytes.Clone(good), 0)},
@@ -360,6 +401,153 @@ func TestSnapshotFormat(t *testing.T) {
 	} {
 		if err := read(c.data); !errors.Is(err, errSnapshotFormat) {
 			t.Errorf("%s: %v, want errSnapshotFormat", c.name, err)
+		}
+	}
+}
+
+// del applies a deletion decided at t0 (marker: the delete marker's
+// version, for a deletion without versionID).
+func (r *replica) del(bucket, key, versionID string, marker, stamp uint64) {
+	r.t.Helper()
+	d := objstore.Deletion{VersionID: versionID, Marker: marker, Modified: t0, At: t0}
+	if _, _, err := r.store.ApplyDelete(bucket, key, d, stamp); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// versions lists every version of a replica, current and noncurrent, as
+// "bucket/key@version current|noncurrent marker data".
+func (r *replica) versions() []string {
+	r.t.Helper()
+	var out []string
+	line := func(o *meta.Object, where string) string {
+		data := ""
+		if !o.DeleteMarker {
+			_, rc, err := r.store.OpenVersion(context.Background(), o.Bucket, o.Key, objstore.VersionID(o), objstore.WholeObject)
+			data = string(r.readAll(rc, err))
+			if len(data) > 8 {
+				data = fmt.Sprintf("%c*%d", data[0], len(data))
+			}
+		}
+		return fmt.Sprintf("%s/%s@%d %s marker=%v %s", o.Bucket, o.Key, o.Version, where, o.DeleteMarker, data)
+	}
+	view := r.store.Meta().NewView()
+	defer view.Close()
+	err := view.ScanObjects(func(o *meta.Object) error { out = append(out, line(o, "current")); return nil })
+	if err == nil {
+		err = view.ScanVersions(func(o *meta.Object) error { out = append(out, line(o, "noncurrent")); return nil })
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// TestSnapshotRestoreVersions: a snapshot carries the version table, and
+// a stale replica restored from it holds exactly the snapshot's versions
+// and delete markers, fetching only the bytes it lacks: a version current
+// here and noncurrent in the snapshot, or the reverse, keeps its bytes; a
+// version the snapshot lacks is dropped.
+func TestSnapshotRestoreVersions(t *testing.T) {
+	big := func(c byte) string { return strings.Repeat(string(c), 20<<10) }
+	src, dst := newReplica(t), newReplica(t)
+	for _, r := range []*replica{src, dst} {
+		r.bucket("v", 1)
+		if err := r.store.ApplyPutBucket(&meta.Bucket{Name: "v", Created: t0, Versioning: meta.VersioningEnabled}, false, 2); err != nil {
+			t.Fatal(err)
+		}
+		r.put("v", "k1", 3, big('a'), nil, 3)
+		r.put("v", "k1", 4, big('b'), nil, 4) // k1@3 noncurrent
+		r.put("v", "k2", 5, big('c'), nil, 5)
+		r.put("v", "k3", 6, big('d'), nil, 6)
+	}
+	src.del("v", "k2", "", 20, 20)                     // k2@5 noncurrent behind a marker
+	src.del("v", "k1", fmt.Sprintf("%016x", 4), 0, 21) // k1@3 current again
+	src.put("v", "k3", 22, big('e'), nil, 22)
+	src.del("v", "k3", fmt.Sprintf("%016x", 6), 0, 23) // k3@6 gone
+	src.put("v", "k4", 24, "small", nil, 24)
+	src.del("v", "k4", "", 25, 25)
+
+	data := src.snapshot(100)
+	fetched, err := dst.restore(data, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dst.versions(), src.versions(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("versions after restore:\n got %q\nwant %q", got, want)
+	}
+	// Only k3@22 was not here; k1@3 (noncurrent here) and k2@5 (current
+	// here) kept their bytes.
+	if fetched != 20<<10 {
+		t.Errorf("fetched %d bytes, want %d", fetched, 20<<10)
+	}
+	if fetched, err := dst.restore(data, src); err != nil || fetched != 0 {
+		t.Fatalf("second restore: fetched %d, %v", fetched, err)
+	}
+}
+
+// TestSnapshotRestoreFetchesInParallel: a restore fetches the bytes it
+// lacks several at a time (objects, versions and parts alike), never more
+// than restoreParallel, and installs every record.
+func TestSnapshotRestoreFetchesInParallel(t *testing.T) {
+	big := func(i int) string { return strings.Repeat(string(rune('a'+i)), 20<<10) }
+	src, dst := newReplica(t), newReplica(t)
+	src.bucket("b", 1)
+	dst.bucket("b", 1)
+	up := meta.NewUploadID(2)
+	src.upload("b", "mp", up, 2, 2)
+	for n := 1; n <= 6; n++ {
+		src.part("b", "mp", 2, up, n, big(n), uint64(2+n))
+	}
+	if err := src.store.ApplyPutBucket(&meta.Bucket{Name: "b", Created: t0, Versioning: meta.VersioningEnabled}, false, 9); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		src.put("b", fmt.Sprintf("k%d", i%6), uint64(10+i), big(i), nil, uint64(10+i)) // 6 current, 6 noncurrent
+	}
+	data := src.snapshot(100)
+
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	several, opened := make(chan struct{}), false
+	giveUp := time.Now().Add(2 * time.Second)
+	fetched, err := dst.restoreWith(data, src, func(fetch fetchFunc) fetchFunc {
+		return func(ctx context.Context, ref bytesRef) (*objstore.Staged, error) {
+			mu.Lock()
+			inFlight++
+			if inFlight > most {
+				most = inFlight
+			}
+			if inFlight == 2 && !opened {
+				close(several)
+				opened = true
+			}
+			mu.Unlock()
+			defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+			// Hold the fetches until a second is in flight; a restore
+			// fetching alone gets through after a while and fails below.
+			select {
+			case <-several:
+			case <-time.After(time.Until(giveUp)):
+			}
+			return fetch(ctx, ref)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fetched != 18*20<<10 {
+		t.Errorf("fetched %d bytes, want %d", fetched, 18*20<<10)
+	}
+	if most < 2 || most > restoreParallel {
+		t.Fatalf("at most %d fetches at once, want 2 to %d", most, restoreParallel)
+	}
+	if got, want := dst.versions(), src.versions(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("versions after restore:\n got %q\nwant %q", got, want)
+	}
+	for n := 1; n <= 6; n++ {
+		if _, err := dst.store.Meta().GetPart(up, n); err != nil {
+			t.Fatalf("part %d: %v", n, err)
 		}
 	}
 }

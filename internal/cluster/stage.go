@@ -265,7 +265,11 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		obj, oerr := n.store.Meta().GetObject(ref.Bucket, ref.Key)
-		if oerr == nil && obj.Version == ref.Version {
+		if oerr != nil || obj.Version != ref.Version {
+			// Noncurrent now, in a bucket with versioning.
+			obj, oerr = n.store.Meta().GetVersion(ref.Bucket, ref.Key, ref.Version)
+		}
+		if oerr == nil && !obj.DeleteMarker {
 			size = obj.Size
 			if obj.Inline != nil {
 				body = io.NopCloser(bytes.NewReader(obj.Inline))

@@ -200,16 +200,6 @@ func (n *Node) dropStage(stage uint64) {
 	}
 }
 
-// DeleteObject removes the object through the log.
-func (s *Store) DeleteObject(bucket, key string) (*meta.Object, error) {
-	if _, err := s.GetBucket(bucket); err != nil {
-		return nil, err
-	}
-	unlock := s.lockKey(bucket, key)
-	defer unlock()
-	return s.node.propose(&command{Op: opDeleteObject, Name: bucket, Key: key})
-}
-
 // UpdateObject changes an object's attributes through the log.
 func (s *Store) UpdateObject(bucket, key string, fn func(*meta.Object) error) (*meta.Object, error) {
 	unlock := s.lockKey(bucket, key)
@@ -234,9 +224,6 @@ func (s *Store) UpdateObject(bucket, key string, fn func(*meta.Object) error) (*
 
 // CreateBucket creates a bucket through the log.
 func (s *Store) CreateBucket(b *meta.Bucket) (*meta.Bucket, error) {
-	if b.Versioning != "" || b.ObjectLock {
-		return nil, errVersioningUnsupported
-	}
 	unlock := s.lockBucket(b.Name)
 	defer unlock()
 	if cur, err := s.GetBucket(b.Name); err == nil {

@@ -388,3 +388,26 @@ func (db *DB) ScanVersions(bucket string, fn func(*Object) error) error {
 	}
 	return err
 }
+
+// ScanVersions calls fn for every record of every bucket's version table
+// as of the view, inline payloads included, in key order: by bucket, then
+// by the bytes of the key, each key's newest first (a snapshot of a
+// replica's state).
+func (v *View) ScanVersions(fn func(*Object) error) error {
+	return scanReader(v.snap, []byte{tableVersion}, func(k, val []byte) error {
+		bucket, rest, ok := bytes.Cut(k[1:], []byte{0})
+		if !ok {
+			return fmt.Errorf("%w: version key %q", ErrCorrupt, k)
+		}
+		key, version, ok := parseVersionSuffix(rest)
+		if !ok {
+			return fmt.Errorf("%w: version key %q", ErrCorrupt, k)
+		}
+		o, err := decodeObject(string(bucket), key, val, true)
+		if err != nil {
+			return err
+		}
+		o.Version = version
+		return fn(o)
+	})
+}

@@ -39,7 +39,10 @@
 //     one view.
 //   - A version under Object Lock (legal hold, or retention not yet ended)
 //     is never removed or replaced, by any path: checkRemovable is asked
-//     under the key lock before every removal (versions.go).
+//     under the key lock before every removal (versions.go), at the
+//     instant of the write: a local write's now, or for a replicated one
+//     the instant its command carries (Deletion.At, the put's Modified), so
+//     that replicas applying the same command agree.
 //   - Every change of one key's records (put, delete, complete, vacuum swap)
 //     happens under that key's lock, so vacuum's compare-and-swap cannot undo
 //     a concurrent write or delete.
@@ -87,6 +90,10 @@
 // (Enabled, Suspended, never enabled), as S3 documents it; see
 // versions.go. Lifecycle removes noncurrent versions and expired delete
 // markers (lifecycle_versions.go); their bytes return through vacuum.
+// A replicated store applies versioned writes decided elsewhere with the
+// same code (ApplyDelete, ApplyExpireCurrent, ApplyExpireVersion,
+// ApplyUpdateVersion; a snapshot's versions with the Restore* functions,
+// restore.go).
 //
 // # Object cache
 //

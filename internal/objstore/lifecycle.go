@@ -51,6 +51,11 @@ type LifecycleActions interface {
 	// Abort aborts an upload the rules say is stale (ErrNoSuchUpload if
 	// it is gone).
 	Abort(up *meta.Upload) error
+	// ExpireVersion removes seen, a version-table record a pass found
+	// due (NoncurrentVersionExpiration, or ExpiredObjectDeleteMarker when
+	// onlyMarker), if it still is what the pass saw (ApplyExpireVersion
+	// says what that is); it reports whether it removed it.
+	ExpireVersion(seen *meta.Object, onlyMarker bool) (bool, error)
 }
 
 // LifecycleOutcome is what Settle did.
@@ -319,7 +324,7 @@ func (s *Store) sweep(ctx context.Context, res *LifecycleResult) error {
 			return fmt.Errorf("lifecycle sweep of bucket %s: %w", b.Name, err)
 		}
 		if b.Versioning != "" && conf.HasVersionActions() {
-			if err := s.sweepVersions(ctx, b.Name, conf, res); err != nil {
+			if err := s.sweepVersions(ctx, act, b.Name, conf, res); err != nil {
 				return fmt.Errorf("lifecycle sweep of versions in bucket %s: %w", b.Name, err)
 			}
 		}
@@ -454,7 +459,7 @@ func (s *Store) settleLocked(b *meta.Bucket, seen *meta.Object, marker uint64) (
 		if marker == 0 {
 			return LifecycleUnchanged, nil // the rules changed since the scan; the next pass decides
 		}
-		if _, err := s.addDeleteMarker(b, cur.Key, marker); err != nil {
+		if _, err := s.addDeleteMarker(b, cur.Key, Deletion{Marker: marker, Modified: time.Now().UTC(), At: s.now()}, 0); err != nil {
 			if errors.Is(err, ErrObjectLocked) {
 				return LifecycleUnchanged, nil // a locked null version stays until its retention ends
 			}
@@ -463,7 +468,7 @@ func (s *Store) settleLocked(b *meta.Bucket, seen *meta.Object, marker uint64) (
 		return LifecycleExpired, nil
 	}
 	if due {
-		if s.checkRemovable(cur, false) != nil {
+		if checkRemovable(cur, false, s.now()) != nil {
 			return LifecycleUnchanged, nil // locked: lifecycle never removes it before its time
 		}
 		batch.DeleteObject(cur.Bucket, cur.Key)

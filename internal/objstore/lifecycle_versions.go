@@ -22,7 +22,7 @@ import (
 // Object Lock: a locked version stays until its retention ends.
 
 // sweepVersions applies conf's version actions to bucket.
-func (s *Store) sweepVersions(ctx context.Context, bucket string, conf *lifecycle.Configuration, res *LifecycleResult) error {
+func (s *Store) sweepVersions(ctx context.Context, act LifecycleActions, bucket string, conf *lifecycle.Configuration, res *LifecycleResult) error {
 	var group []*meta.Object
 	flush := func() error {
 		if len(group) == 0 {
@@ -30,7 +30,7 @@ func (s *Store) sweepVersions(ctx context.Context, bucket string, conf *lifecycl
 		}
 		g := group
 		group = nil
-		return s.sweepKeyVersions(ctx, conf, g, res)
+		return s.sweepKeyVersions(ctx, act, conf, g, res)
 	}
 	err := s.meta.ScanVersions(bucket, func(o *meta.Object) error {
 		if err := ctx.Err(); err != nil {
@@ -51,7 +51,7 @@ func (s *Store) sweepVersions(ctx context.Context, bucket string, conf *lifecycl
 }
 
 // sweepKeyVersions handles one key's version-table records (newest first).
-func (s *Store) sweepKeyVersions(ctx context.Context, conf *lifecycle.Configuration, versions []*meta.Object, res *LifecycleResult) error {
+func (s *Store) sweepKeyVersions(ctx context.Context, act LifecycleActions, conf *lifecycle.Configuration, versions []*meta.Object, res *LifecycleResult) error {
 	first := versions[0]
 	cur, err := s.currentObject(first.Bucket, first.Key)
 	if err != nil {
@@ -59,7 +59,7 @@ func (s *Store) sweepKeyVersions(ctx context.Context, conf *lifecycle.Configurat
 	}
 	if cur == nil && len(versions) == 1 && first.DeleteMarker {
 		if conf.ExpiresDeleteMarker(first.Key) {
-			return s.sweepRemove(ctx, first, time.Time{}, res)
+			return s.sweepRemove(ctx, act, first, true, res)
 		}
 		return nil
 	}
@@ -74,7 +74,7 @@ func (s *Store) sweepKeyVersions(ctx context.Context, conf *lifecycle.Configurat
 		obj := lifecycle.Object{Key: v.Key, Tags: v.Tags, Size: v.Size, Created: v.Modified}
 		at := conf.NoncurrentExpiry(obj, since, noncurrent, s.lifecycleDay())
 		if !at.IsZero() && !s.now().Before(at) {
-			if err := s.sweepRemove(ctx, v, since, res); err != nil {
+			if err := s.sweepRemove(ctx, act, v, false, res); err != nil {
 				return err
 			}
 		}
@@ -84,23 +84,43 @@ func (s *Store) sweepKeyVersions(ctx context.Context, conf *lifecycle.Configurat
 	return nil
 }
 
-// sweepRemove removes seen from the version table if, under the locks, it
-// is still there and still what the scan saw: noncurrent (since not zero),
-// or the only version, a delete marker (since zero).
-func (s *Store) sweepRemove(ctx context.Context, seen *meta.Object, since time.Time, res *LifecycleResult) error {
+// sweepRemove has act remove seen from the version table if, under the
+// locks, it is still there and still what the scan saw: noncurrent, or
+// (onlyMarker) the only version, a delete marker.
+func (s *Store) sweepRemove(ctx context.Context, act LifecycleActions, seen *meta.Object, onlyMarker bool, res *LifecycleResult) error {
 	if err := s.sweepWait(ctx); err != nil {
 		return err
 	}
-	err := s.withBucket(seen.Bucket, func(*meta.Bucket) error {
-		unlock := s.lockKey(seen.Bucket, seen.Key)
+	removed, err := act.ExpireVersion(seen, onlyMarker)
+	if removed {
+		res.Expired++
+		s.lc.expired.Add(1)
+	}
+	return err
+}
+
+// ExpireVersion is LifecycleActions.ExpireVersion on the store itself.
+func (l localLifecycle) ExpireVersion(seen *meta.Object, onlyMarker bool) (bool, error) {
+	return l.s.ApplyExpireVersion(seen.Bucket, seen.Key, seen.Version, onlyMarker, l.s.now(), 0)
+}
+
+// ApplyExpireVersion removes version from bucket/key's version table if it
+// is still there and still what a lifecycle pass decided on: noncurrent,
+// or (onlyMarker) a delete marker that is the key's only version. The
+// Object Lock check takes at as its instant and never bypasses: a locked
+// version stays. It reports whether it removed the version.
+func (s *Store) ApplyExpireVersion(bucket, key string, version uint64, onlyMarker bool, at time.Time, stamp uint64) (bool, error) {
+	removed := false
+	err := s.withBucket(bucket, func(*meta.Bucket) error {
+		unlock := s.lockKey(bucket, key)
 		defer unlock()
-		cur, err := s.currentObject(seen.Bucket, seen.Key)
+		cur, err := s.currentObject(bucket, key)
 		if err != nil {
 			return err
 		}
 		var newest *meta.Object
 		count := 0
-		err = s.meta.KeyVersions(seen.Bucket, seen.Key, func(o *meta.Object) (bool, error) {
+		err = s.meta.KeyVersions(bucket, key, func(o *meta.Object) (bool, error) {
 			if newest == nil {
 				newest = o
 			}
@@ -110,31 +130,29 @@ func (s *Store) sweepRemove(ctx context.Context, seen *meta.Object, since time.T
 		if err != nil || newest == nil {
 			return err
 		}
-		if since.IsZero() {
-			if cur != nil || count != 1 || !newest.DeleteMarker || newest.Version != seen.Version {
+		if onlyMarker {
+			if cur != nil || count != 1 || !newest.DeleteMarker || newest.Version != version {
 				return nil
 			}
-		} else if cur == nil && newest.Version == seen.Version {
+		} else if cur == nil && newest.Version == version {
 			return nil // it became the latest version meanwhile
 		}
-		if _, err := s.meta.GetVersion(seen.Bucket, seen.Key, seen.Version); err != nil {
+		target, err := s.meta.GetVersion(bucket, key, version)
+		if err != nil {
 			if errors.Is(err, meta.ErrNotFound) {
 				return nil
 			}
 			return err
 		}
-		_, err = s.removeVersion(seen.Bucket, seen.Key, VersionID(seen), false)
+		_, err = s.removeVersion(bucket, key, VersionID(target), false, at, stamp)
 		if errors.Is(err, ErrObjectLocked) {
 			return nil
 		}
-		if err == nil {
-			res.Expired++
-			s.lc.expired.Add(1)
-		}
+		removed = err == nil
 		return err
 	})
 	if errors.Is(err, ErrNoSuchBucket) {
-		return nil
+		return false, nil
 	}
-	return err
+	return removed, err
 }

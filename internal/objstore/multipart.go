@@ -139,7 +139,7 @@ func (s *Store) CompleteUpload(bucket, key, uploadID string, numbers []int, buil
 					addDead(b, p.Extents, counts)
 				}
 			}
-		})
+		}, s.now())
 	})
 	if err != nil {
 		return nil, err

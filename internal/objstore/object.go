@@ -82,7 +82,7 @@ func (s *Store) PutObject(ctx context.Context, in PutInput) (*meta.Object, error
 		// The rules of the commit's moment, not of the upload's start: they
 		// cannot change while the bucket lock is held.
 		obj.Expiry = s.expiryOf(s.rulesOf(b), obj)
-		return s.commitObject(obj, in.Precondition, nil)
+		return s.commitObject(obj, in.Precondition, nil, s.now())
 	})
 	if err != nil {
 		s.discard(exts)
@@ -120,15 +120,16 @@ func (s *Store) peekSmall(body io.Reader) (small []byte, whole io.Reader, err er
 
 // commitObject installs obj under the key lock: it checks the precondition
 // against the current record, then commits obj and the replaced record's
-// dead bytes in one batch. extra, if set, adds to the same batch.
-func (s *Store) commitObject(obj *meta.Object, precondition func(*meta.Object) error, extra func(*meta.Batch, map[uint64]int64)) error {
+// dead bytes in one batch. extra, if set, adds to the same batch. at is
+// the instant of the Object Lock check on what obj replaces.
+func (s *Store) commitObject(obj *meta.Object, precondition func(*meta.Object) error, extra func(*meta.Batch, map[uint64]int64), at time.Time) error {
 	unlock := s.lockKey(obj.Bucket, obj.Key)
 	defer unlock()
-	return s.commitObjectLocked(obj, precondition, extra)
+	return s.commitObjectLocked(obj, precondition, extra, at)
 }
 
 // commitObjectLocked is commitObject for a caller holding the key lock.
-func (s *Store) commitObjectLocked(obj *meta.Object, precondition func(*meta.Object) error, extra func(*meta.Batch, map[uint64]int64)) error {
+func (s *Store) commitObjectLocked(obj *meta.Object, precondition func(*meta.Object) error, extra func(*meta.Batch, map[uint64]int64), at time.Time) error {
 	cur, err := s.currentObject(obj.Bucket, obj.Key)
 	if err != nil {
 		return err
@@ -143,7 +144,7 @@ func (s *Store) commitObjectLocked(obj *meta.Object, precondition func(*meta.Obj
 	counts := map[uint64]int64{}
 	// What happens to the replaced record depends on the bucket's
 	// versioning state (versions.go); it also sets obj.Versioned.
-	if err := s.replaceCurrent(b, obj, cur, counts); err != nil {
+	if err := s.replaceCurrent(b, obj, cur, counts, at); err != nil {
 		return err
 	}
 	b.PutObject(obj)
@@ -265,7 +266,7 @@ func (s *Store) DeleteObject(bucket, key string) (*meta.Object, error) {
 	if err != nil || cur == nil {
 		return nil, err
 	}
-	if err := s.checkRemovable(cur, false); err != nil {
+	if err := checkRemovable(cur, false, s.now()); err != nil {
 		return nil, err
 	}
 	b := s.meta.NewBatch()

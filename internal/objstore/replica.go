@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/meta"
@@ -87,13 +88,15 @@ func (s *Store) ReadExtents(ctx context.Context, bucket, key string, version uin
 func (s *Store) Applied() (uint64, error) { return s.meta.Applied() }
 
 // ApplyPutObject installs obj (Version, Modified, Size and either Extents
-// or Inline set by the caller) as the current record of its key, replacing
-// any other. Its expiry follows the bucket's rules at this point of the
-// command order.
+// or Inline set by the caller) as the current record of its key. What
+// happens to the record it replaces follows the bucket's versioning state
+// at this point of the command order, as does its expiry; the Object Lock
+// check on what it replaces takes obj.Modified, decided by the caller, as
+// its instant.
 func (s *Store) ApplyPutObject(obj *meta.Object, stamp uint64) error {
 	return s.withBucket(obj.Bucket, func(b *meta.Bucket) error {
 		obj.Expiry = s.expiryOf(s.rulesOf(b), obj)
-		return s.commitObject(obj, nil, stampBatch(stamp))
+		return s.commitObject(obj, nil, stampBatch(stamp), obj.Modified)
 	})
 }
 
@@ -160,25 +163,28 @@ func (s *Store) ApplyUpdateObject(obj *meta.Object, stamp uint64) error {
 	return nil
 }
 
-// ApplyDeleteObject removes the key's record, if any, and returns it.
+// ApplyDeleteObject removes the key's record, if any, and returns it,
+// whatever the bucket's versioning state (the commands of clusters that
+// had no versioning, and a restore). A record under Object Lock stays
+// (ErrObjectLocked): the check has no instant, so retention never ends.
 func (s *Store) ApplyDeleteObject(bucket, key string, stamp uint64) (*meta.Object, error) {
 	if _, err := s.GetBucket(bucket); err != nil {
 		return nil, err
 	}
-	return s.applyDelete(bucket, key, 0, stamp)
-}
-
-// ApplyExpireObject removes the key's record if it is still version (a
-// lifecycle expiry decided by whoever ordered the command; a later write
-// of the key wins), and returns it; nil if it was not.
-func (s *Store) ApplyExpireObject(bucket, key string, version, stamp uint64) (*meta.Object, error) {
-	return s.applyDelete(bucket, key, version, stamp)
-}
-
-// applyDelete removes the key's record if it is version (0: any).
-func (s *Store) applyDelete(bucket, key string, version, stamp uint64) (*meta.Object, error) {
 	unlock := s.lockKey(bucket, key)
 	defer unlock()
+	return s.applyDeleteLocked(bucket, key, 0, time.Time{}, stamp)
+}
+
+// ApplyExpireObject is ApplyExpireCurrent with no delete marker and no
+// instant (commands written before versioning was replicated).
+func (s *Store) ApplyExpireObject(bucket, key string, version, stamp uint64) (*meta.Object, error) {
+	return s.ApplyExpireCurrent(bucket, key, version, Deletion{}, stamp)
+}
+
+// applyDeleteLocked removes the key's record if it is version (0: any),
+// checking Object Lock at the instant at. The caller holds the key lock.
+func (s *Store) applyDeleteLocked(bucket, key string, version uint64, at time.Time, stamp uint64) (*meta.Object, error) {
 	cur, err := s.currentObject(bucket, key)
 	if err != nil {
 		return nil, err
@@ -190,7 +196,7 @@ func (s *Store) applyDelete(bucket, key string, version, stamp uint64) (*meta.Ob
 	defer b.Close()
 	counts := map[uint64]int64{}
 	if cur != nil {
-		if err := s.checkRemovable(cur, false); err != nil {
+		if err := checkRemovable(cur, false, at); err != nil {
 			return nil, err
 		}
 		b.DeleteObject(bucket, key)
@@ -359,7 +365,7 @@ func (s *Store) ApplyCompleteUpload(obj *meta.Object, uploadID string, numbers [
 				}
 			}
 			stampIf(b, stamp)
-		})
+		}, obj.Modified)
 	})
 }
 

@@ -90,15 +90,18 @@ func isVersion(o *meta.Object, version uint64, null bool) bool {
 	return o.Versioned && o.Version == version
 }
 
-// checkRemovable refuses to remove or replace a version under Object Lock.
-func (s *Store) checkRemovable(o *meta.Object, bypassGovernance bool) error {
+// checkRemovable refuses to remove or replace a version under Object Lock
+// at the instant at: a local write's now, a replicated command's instant
+// decided by whoever ordered it (so every replica reaches the same
+// outcome).
+func checkRemovable(o *meta.Object, bypassGovernance bool, at time.Time) error {
 	if o.DeleteMarker {
 		return nil
 	}
 	if o.LegalHold {
 		return ErrObjectLocked
 	}
-	if o.LockMode != "" && s.now().Before(o.RetainUntil) && (o.LockMode == meta.LockCompliance || !bypassGovernance) {
+	if o.LockMode != "" && at.Before(o.RetainUntil) && (o.LockMode == meta.LockCompliance || !bypassGovernance) {
 		return ErrObjectLocked
 	}
 	return nil
@@ -109,7 +112,7 @@ func (s *Store) checkRemovable(o *meta.Object, bypassGovernance bool) error {
 // versioning state: it sets obj.Versioned, moves cur to the version table
 // or counts it dead, and drops a null version that obj replaces. The
 // caller holds the bucket lock shared and the key lock.
-func (s *Store) replaceCurrent(b *meta.Batch, obj, cur *meta.Object, counts map[uint64]int64) error {
+func (s *Store) replaceCurrent(b *meta.Batch, obj, cur *meta.Object, counts map[uint64]int64, at time.Time) error {
 	bk, err := s.GetBucket(obj.Bucket)
 	if err != nil {
 		return err
@@ -123,11 +126,11 @@ func (s *Store) replaceCurrent(b *meta.Batch, obj, cur *meta.Object, counts map[
 		return nil
 	case meta.VersioningSuspended:
 		obj.Versioned = false
-		return s.replaceNull(b, obj.Bucket, obj.Key, cur, counts)
+		return s.replaceNull(b, obj.Bucket, obj.Key, cur, counts, at)
 	}
 	obj.Versioned = false
 	if cur != nil {
-		if err := s.checkRemovable(cur, false); err != nil {
+		if err := checkRemovable(cur, false, at); err != nil {
 			return err
 		}
 		addDead(b, cur.Extents, counts)
@@ -138,9 +141,9 @@ func (s *Store) replaceCurrent(b *meta.Batch, obj, cur *meta.Object, counts map[
 // replaceNull removes the key's null version wherever it is (a suspended
 // bucket's write replaces it), moving a versioned current record to the
 // version table. The caller then installs the new null version.
-func (s *Store) replaceNull(b *meta.Batch, bucket, key string, cur *meta.Object, counts map[uint64]int64) error {
+func (s *Store) replaceNull(b *meta.Batch, bucket, key string, cur *meta.Object, counts map[uint64]int64, at time.Time) error {
 	if cur != nil && !cur.Versioned {
-		if err := s.checkRemovable(cur, false); err != nil {
+		if err := checkRemovable(cur, false, at); err != nil {
 			return err
 		}
 		addDead(b, cur.Extents, counts)
@@ -159,7 +162,7 @@ func (s *Store) replaceNull(b *meta.Batch, bucket, key string, cur *meta.Object,
 	if err != nil || null == nil {
 		return err
 	}
-	if err := s.checkRemovable(null, false); err != nil {
+	if err := checkRemovable(null, false, at); err != nil {
 		return err
 	}
 	b.DeleteVersion(bucket, key, null.Version)
@@ -274,13 +277,32 @@ type DeleteResult struct {
 	DeleteMarker bool
 }
 
+// Deletion is a delete as decided by whoever orders writes: every value
+// that reads a clock or a counter is decided once and carried here, so
+// that replicas applying the same deletion reach the same outcome.
+type Deletion struct {
+	// VersionID: "" deletes the key's latest version (a delete marker in a
+	// bucket with versioning), else exactly that version.
+	VersionID string
+	// Marker is the version of the delete marker that a deletion without
+	// VersionID adds in a bucket with versioning.
+	Marker uint64
+	// Modified is the delete marker's time.
+	Modified time.Time
+	// At is the instant of the Object Lock check.
+	At time.Time
+	// BypassGovernance lets the deletion remove a version under
+	// GOVERNANCE retention.
+	BypassGovernance bool
+}
+
 // DeleteVersioned deletes as S3 does in a bucket of any versioning state:
 // without versionID the key's latest version (a delete marker in a
 // versioned bucket), with one exactly that version. Deleting a missing
 // key or version succeeds. bypassGovernance lets the caller remove a
 // version under GOVERNANCE retention.
 func (s *Store) DeleteVersioned(bucket, key, versionID string, bypassGovernance bool) (DeleteResult, error) {
-	var version uint64
+	d := Deletion{VersionID: versionID, BypassGovernance: bypassGovernance}
 	if versionID == "" {
 		bk, err := s.GetBucket(bucket)
 		if err != nil {
@@ -290,34 +312,91 @@ func (s *Store) DeleteVersioned(bucket, key, versionID string, bypassGovernance 
 			_, err := s.DeleteObject(bucket, key)
 			return DeleteResult{}, err
 		}
-		if version, err = s.meta.NextVersion(); err != nil {
+		if d.Marker, err = s.meta.NextVersion(); err != nil {
 			return DeleteResult{}, fmt.Errorf("reserve version: %w", err)
 		}
 	} else if _, _, err := ParseVersionID(versionID); err != nil {
 		return DeleteResult{}, err
 	}
+	d.Modified, d.At = time.Now().UTC(), s.now()
 	var res DeleteResult
 	err := s.withBucket(bucket, func(bk *meta.Bucket) error {
 		unlock := s.lockKey(bucket, key)
 		defer unlock()
 		var err error
-		if versionID == "" {
-			res, err = s.addDeleteMarker(bk, key, version)
-		} else {
-			res, err = s.removeVersion(bucket, key, versionID, bypassGovernance)
-		}
+		res, err = s.deleteLocked(bk, key, d, 0)
 		return err
 	})
 	return res, err
 }
 
-// addDeleteMarker makes a delete marker the key's latest version.
-func (s *Store) addDeleteMarker(bk *meta.Bucket, key string, version uint64) (DeleteResult, error) {
+// ApplyDelete carries out a deletion decided elsewhere (see Deletion), by
+// the bucket's versioning state at this point of the command order: in a
+// bucket that never had versioning a deletion without VersionID removes
+// the key's record, which it returns; otherwise it does what
+// DeleteVersioned does.
+func (s *Store) ApplyDelete(bucket, key string, d Deletion, stamp uint64) (DeleteResult, *meta.Object, error) {
+	var res DeleteResult
+	var removed *meta.Object
+	err := s.withBucket(bucket, func(bk *meta.Bucket) error {
+		unlock := s.lockKey(bucket, key)
+		defer unlock()
+		var err error
+		if d.VersionID == "" && bk.Versioning == "" {
+			removed, err = s.applyDeleteLocked(bucket, key, 0, d.At, stamp)
+			return err
+		}
+		res, err = s.deleteLocked(bk, key, d, stamp)
+		return err
+	})
+	return res, removed, err
+}
+
+// ApplyExpireCurrent carries out a lifecycle expiry of the key's current
+// version, if it is still version: in a bucket with versioning it adds
+// the delete marker d.Marker (none if d.Marker is 0), otherwise it removes
+// the record, which it returns (nil if nothing changed).
+func (s *Store) ApplyExpireCurrent(bucket, key string, version uint64, d Deletion, stamp uint64) (*meta.Object, error) {
+	var removed *meta.Object
+	err := s.withBucket(bucket, func(bk *meta.Bucket) error {
+		unlock := s.lockKey(bucket, key)
+		defer unlock()
+		if bk.Versioning == "" {
+			var err error
+			removed, err = s.applyDeleteLocked(bucket, key, version, d.At, stamp)
+			return err
+		}
+		cur, err := s.currentObject(bucket, key)
+		if err != nil || cur == nil || cur.Version != version || d.Marker == 0 {
+			return err
+		}
+		d.VersionID = ""
+		if _, err := s.addDeleteMarker(bk, key, d, stamp); err != nil {
+			return err
+		}
+		removed = cur
+		return nil
+	})
+	return removed, err
+}
+
+// deleteLocked is a deletion in a bucket with versioning, or of one
+// version; the caller holds the bucket lock shared and the key lock.
+func (s *Store) deleteLocked(bk *meta.Bucket, key string, d Deletion, stamp uint64) (DeleteResult, error) {
+	if d.VersionID == "" {
+		return s.addDeleteMarker(bk, key, d, stamp)
+	}
+	return s.removeVersion(bk.Name, key, d.VersionID, d.BypassGovernance, d.At, stamp)
+}
+
+// addDeleteMarker makes the delete marker d.Marker the key's latest
+// version.
+func (s *Store) addDeleteMarker(bk *meta.Bucket, key string, d Deletion, stamp uint64) (DeleteResult, error) {
 	cur, err := s.currentObject(bk.Name, key)
 	if err != nil {
 		return DeleteResult{}, err
 	}
-	marker := &meta.Object{Bucket: bk.Name, Key: key, Version: version, DeleteMarker: true, Modified: time.Now().UTC()}
+	marker := &meta.Object{Bucket: bk.Name, Key: key, Version: d.Marker, DeleteMarker: true, Modified: d.Modified}
 	if cur != nil {
 		marker.Owner = cur.Owner
 	}
@@ -329,13 +408,14 @@ func (s *Store) addDeleteMarker(bk *meta.Bucket, key string, version uint64) (De
 		if cur != nil {
 			b.PutVersion(cur)
 		}
-	} else if err := s.replaceNull(b, bk.Name, key, cur, counts); err != nil {
+	} else if err := s.replaceNull(b, bk.Name, key, cur, counts, d.At); err != nil {
 		return DeleteResult{}, err
 	}
 	if cur != nil {
 		b.DeleteObject(bk.Name, key)
 	}
 	b.PutVersion(marker)
+	stampIf(b, stamp)
 	if err := b.Commit(); err != nil {
 		return DeleteResult{}, fmt.Errorf("delete %s/%s: %w", bk.Name, key, err)
 	}
@@ -347,7 +427,7 @@ func (s *Store) addDeleteMarker(bk *meta.Bucket, key string, version uint64) (De
 // removeVersion removes one version for good, then promotes the newest
 // remaining version to current if the key has no current record and that
 // version is an object. The caller holds the key lock.
-func (s *Store) removeVersion(bucket, key, versionID string, bypassGovernance bool) (DeleteResult, error) {
+func (s *Store) removeVersion(bucket, key, versionID string, bypassGovernance bool, at time.Time, stamp uint64) (DeleteResult, error) {
 	target, current, err := s.findVersion(bucket, key, versionID)
 	if errors.Is(err, ErrNoSuchVersion) {
 		return DeleteResult{VersionID: versionID}, nil
@@ -355,7 +435,7 @@ func (s *Store) removeVersion(bucket, key, versionID string, bypassGovernance bo
 	if err != nil {
 		return DeleteResult{}, err
 	}
-	if err := s.checkRemovable(target, bypassGovernance); err != nil {
+	if err := checkRemovable(target, bypassGovernance, at); err != nil {
 		return DeleteResult{}, err
 	}
 	b := s.meta.NewBatch()
@@ -389,6 +469,7 @@ func (s *Store) removeVersion(bucket, key, versionID string, bypassGovernance bo
 			return DeleteResult{}, err
 		}
 	}
+	stampIf(b, stamp)
 	if err := b.Commit(); err != nil {
 		return DeleteResult{}, fmt.Errorf("delete %s/%s version %s: %w", bucket, key, versionID, err)
 	}
@@ -472,11 +553,15 @@ func (s *Store) ListVersions(bucket string, o VersionListOptions) (*meta.Version
 // Suspended). A bucket with Object Lock cannot be suspended
 // (ErrInvalidBucketState).
 func (s *Store) SetBucketVersioning(bucket, state string) error {
-	return s.UpdateBucket(bucket, func(b *meta.Bucket) error {
-		if b.ObjectLock && state != meta.VersioningEnabled {
-			return ErrInvalidBucketState
-		}
-		b.Versioning = state
-		return nil
-	})
+	return s.UpdateBucket(bucket, func(b *meta.Bucket) error { return SetVersioning(b, state) })
+}
+
+// SetVersioning sets b's versioning state, refusing to suspend a bucket
+// with Object Lock (ErrInvalidBucketState).
+func SetVersioning(b *meta.Bucket, state string) error {
+	if b.ObjectLock && state != meta.VersioningEnabled {
+		return ErrInvalidBucketState
+	}
+	b.Versioning = state
+	return nil
 }

@@ -1,7 +1,6 @@
 package s3api
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,110 +14,9 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/b3-storage/b3/internal/testutil/versionmodel"
 )
-
-// modelVersion is one version of a key as AWS's rules say it must be.
-type modelVersion struct {
-	id     string // as the server reported it when it was made
-	marker bool
-	data   string
-}
-
-// versionModel holds a bucket's versions by AWS's documented rules
-// (Using versioning in S3 buckets; Working with objects in a
-// versioning-suspended bucket): newest first per key.
-type versionModel struct {
-	state string // "", Enabled, Suspended
-	keys  map[string][]modelVersion
-}
-
-// removeNull drops the key's null version, wherever it is.
-func (m *versionModel) removeNull(key string) {
-	m.keys[key] = slices.DeleteFunc(m.keys[key], func(v modelVersion) bool { return v.id == "null" })
-}
-
-func (m *versionModel) put(key, id, data string) {
-	if m.state != "Enabled" {
-		m.removeNull(key)
-	}
-	m.keys[key] = append([]modelVersion{{id: id, data: data}}, m.keys[key]...)
-}
-
-func (m *versionModel) deleteLatest(key, id string) {
-	switch m.state {
-	case "":
-		m.removeNull(key)
-		return
-	case "Suspended":
-		m.removeNull(key)
-	}
-	m.keys[key] = append([]modelVersion{{id: id, marker: true}}, m.keys[key]...)
-}
-
-func (m *versionModel) deleteVersion(key, id string) (marker, found bool) {
-	for i, v := range m.keys[key] {
-		if v.id == id {
-			m.keys[key] = slices.Delete(m.keys[key], i, i+1)
-			return v.marker, true
-		}
-	}
-	return false, false
-}
-
-// listing renders the model as ListObjectVersions must list it.
-func (m *versionModel) listing() []string {
-	keys := make([]string, 0, len(m.keys))
-	for k := range m.keys {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var out []string
-	for _, k := range keys {
-		for i, v := range m.keys[k] {
-			out = append(out, fmt.Sprintf("%s %s marker=%v latest=%v", k, v.id, v.marker, i == 0))
-		}
-	}
-	return out
-}
-
-func listAllVersions(t *testing.T, c *s3.Client, bucket string, pageSize int32) []string {
-	t.Helper()
-	ctx := context.Background()
-	var out []string
-	in := &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), MaxKeys: aws.Int32(pageSize)}
-	for pages := 0; ; pages++ {
-		if pages > 10000 {
-			t.Fatal("ListObjectVersions does not end")
-		}
-		res, err := c.ListObjectVersions(ctx, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := len(out)
-		for _, v := range res.Versions {
-			out = append(out, fmt.Sprintf("%s %s marker=false latest=%v", aws.ToString(v.Key), aws.ToString(v.VersionId), aws.ToBool(v.IsLatest)))
-		}
-		for _, d := range res.DeleteMarkers {
-			out = append(out, fmt.Sprintf("%s %s marker=true latest=%v", aws.ToString(d.Key), aws.ToString(d.VersionId), aws.ToBool(d.IsLatest)))
-		}
-		if len(out)-n > int(pageSize) {
-			t.Fatalf("page of %d for max-keys %d", len(out)-n, pageSize)
-		}
-		if !aws.ToBool(res.IsTruncated) {
-			return out
-		}
-		in.KeyMarker, in.VersionIdMarker = res.NextKeyMarker, res.NextVersionIdMarker
-	}
-}
-
-// sorted returns list sorted: the SDK splits a page's versions from its
-// delete markers, so listings are compared as sets (the order of one
-// key's versions is checked by meta's tests, and latest= by this one).
-func sorted(list []string) []string {
-	out := slices.Clone(list)
-	slices.Sort(out)
-	return out
-}
 
 // A random history of PUTs, DELETEs (with and without version IDs) and
 // versioning state changes, through the AWS SDK, matches the model of
@@ -133,86 +31,21 @@ func TestVersioningMatchesModel(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		bucket := fmt.Sprintf("model%d", seed)
 		e.mustCreateBucket(bucket)
-		m := &versionModel{keys: map[string][]modelVersion{}}
+		m := versionmodel.New()
 		keys := []string{"a", "a/b", "b", "dir/c"}
 		for step := range 250 {
-			key := keys[rng.IntN(len(keys))]
-			what := ""
-			switch op := rng.IntN(20); {
-			case op < 8:
-				data := fmt.Sprintf("%s-%d-%d", key, seed, step)
-				if rng.IntN(4) == 0 {
-					data = strings.Repeat(data, 200) // past the inline limit: segment records
-				}
-				out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(data)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				id := aws.ToString(out.VersionId)
-				switch m.state {
-				case "":
-					if id != "" {
-						t.Fatalf("PUT in an unversioned bucket reported version %q", id)
-					}
-					id = "null"
-				case "Suspended":
-					if id != "null" {
-						t.Fatalf("PUT in a suspended bucket reported version %q", id)
-					}
-				default:
-					if id == "" || id == "null" {
-						t.Fatalf("PUT in a versioned bucket reported version %q", id)
-					}
-				}
-				m.put(key, id, data)
-				what = "put " + key
-			case op < 12:
-				out, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				id := aws.ToString(out.VersionId)
-				if m.state != "" && (!aws.ToBool(out.DeleteMarker) || id == "" || (m.state == "Suspended") != (id == "null")) {
-					t.Fatalf("DELETE in a %s bucket: marker %v version %q", m.state, aws.ToBool(out.DeleteMarker), id)
-				}
-				m.deleteLatest(key, id)
-				what = "delete " + key
-			case op < 16 && len(m.keys[key]) > 0:
-				v := m.keys[key][rng.IntN(len(m.keys[key]))]
-				out, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: aws.String(v.id)})
-				if m.state == "" && v.id != "null" {
-					t.Fatalf("model holds a non-null version in an unversioned bucket")
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				wasMarker, _ := m.deleteVersion(key, v.id)
-				if aws.ToBool(out.DeleteMarker) != wasMarker || aws.ToString(out.VersionId) != v.id {
-					t.Fatalf("DELETE version %s: marker %v version %q, want marker %v", v.id, aws.ToBool(out.DeleteMarker), aws.ToString(out.VersionId), wasMarker)
-				}
-				what = "delete version " + v.id + " of " + key
-			case op < 18:
-				state := []types.BucketVersioningStatus{types.BucketVersioningStatusEnabled, types.BucketVersioningStatusSuspended}[rng.IntN(2)]
-				if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
-					VersioningConfiguration: &types.VersioningConfiguration{Status: state}}); err != nil {
-					t.Fatal(err)
-				}
-				m.state = string(state)
-				what = "versioning " + m.state
-			default:
+			key, what := m.Step(t, c, rng, bucket, keys, fmt.Sprintf("%d-%d", seed, step))
+			if key == "" {
 				continue
 			}
-			checkKeyAgainstModel(t, c, bucket, key, m, what)
+			m.CheckKey(t, c, bucket, key, what)
 			if step%25 == 24 {
-				got := sorted(listAllVersions(t, c, bucket, int32(1+rng.IntN(4))))
-				if want := sorted(m.listing()); !slices.Equal(got, want) {
-					t.Fatalf("seed %d step %d: versions\n got %q\nwant %q", seed, step, got, want)
-				}
+				m.CheckListing(t, c, bucket, int32(1+rng.IntN(4)), fmt.Sprintf("seed %d step %d", seed, step))
 			}
 		}
 		// Emptying the bucket through ListObjectVersions (what Terraform's
 		// force_destroy and test cleanups do) lets it be deleted.
-		for _, line := range m.listing() {
+		for _, line := range m.Listing() {
 			f := strings.Fields(line)
 			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(f[0]), VersionId: aws.String(f[1])}); err != nil {
 				t.Fatal(err)
@@ -220,56 +53,6 @@ func TestVersioningMatchesModel(t *testing.T) {
 		}
 		if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
 			t.Fatalf("delete the emptied bucket: %v", err)
-		}
-	}
-}
-
-// checkKeyAgainstModel compares GET of key, and GET of each of its
-// versions, with the model.
-func checkKeyAgainstModel(t *testing.T, c *s3.Client, bucket, key string, m *versionModel, after string) {
-	t.Helper()
-	ctx := context.Background()
-	vs := m.keys[key]
-	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-	switch {
-	case len(vs) == 0 || vs[0].marker:
-		if errorCode(err) != "NoSuchKey" {
-			t.Fatalf("after %s: GET %s: %v, want NoSuchKey", after, key, err)
-		}
-		var re *awshttp.ResponseError
-		if len(vs) > 0 && (!errors.As(err, &re) || re.Response.Header.Get("x-amz-delete-marker") != "true" ||
-			re.Response.Header.Get("x-amz-version-id") != vs[0].id) {
-			t.Fatalf("after %s: GET %s of a delete marker lacks its headers: %v", after, key, err)
-		}
-	default:
-		if err != nil {
-			t.Fatalf("after %s: GET %s: %v", after, key, err)
-		}
-		body, _ := io.ReadAll(out.Body)
-		out.Body.Close()
-		id := aws.ToString(out.VersionId)
-		if m.state == "" && vs[0].id == "null" && id == "" {
-			id = "null" // no versioning: no header, as S3
-		}
-		if string(body) != vs[0].data || id != vs[0].id {
-			t.Fatalf("after %s: GET %s = %q version %q, want %q version %q", after, key, body, id, vs[0].data, vs[0].id)
-		}
-	}
-	for _, v := range vs {
-		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: aws.String(v.id)})
-		if v.marker {
-			if errorCode(err) != "MethodNotAllowed" {
-				t.Fatalf("after %s: GET marker %s of %s: %v", after, v.id, key, err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("after %s: GET version %s of %s: %v", after, v.id, key, err)
-		}
-		body, _ := io.ReadAll(out.Body)
-		out.Body.Close()
-		if !bytes.Equal(body, []byte(v.data)) {
-			t.Fatalf("after %s: GET version %s of %s = %q, want %q", after, v.id, key, body, v.data)
 		}
 	}
 }

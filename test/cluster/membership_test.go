@@ -171,3 +171,47 @@ func s3Refusal(ctx context.Context, endpoint, why string) error {
 	}
 	return nil
 }
+
+// TestClusterRemovedWhileDown: a node removed while it was down is told
+// when it returns: it asks the members it knows, learns from the leader
+// that it was removed, records it (refusing S3 requests, and refusing to
+// start again), while the others go on.
+func TestClusterRemovedWhileDown(t *testing.T) {
+	c := testutil.StartCluster(t, testutil.ClusterOptions{})
+	cl := clients(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := (leader + 1) % 3
+	c.Kill(gone)
+	out, err := c.AdminCLI(ctx, leader, "cluster", "remove", c.Nodes[gone].ID, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ch admin.ClusterChange
+	if err := json.Unmarshal(out, &ch); err != nil || ch.Suffrage != "removed" || ch.Notified {
+		t.Fatalf("cluster remove of a node that is down --json: %s (%v)", out, err)
+	}
+
+	if err := c.Start(gone); err != nil {
+		t.Fatalf("the removed node did not start before it learned of its removal: %v", err)
+	}
+	waitFor(ctx, t, "the returning node to learn it was removed", func() bool {
+		return s3Refusal(ctx, c.Nodes[gone].Endpoint(), "was removed from its cluster") == nil
+	})
+	if m := member(t, c, gone); m.Suffrage != "removed" {
+		t.Fatalf("the returning node reports itself as %+v", m)
+	}
+	if _, err := cl[leader].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("after")}); err != nil {
+		t.Fatalf("the remaining members do not take writes: %v", err)
+	}
+	if err := c.Nodes[gone].Proc.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(gone); err == nil || !strings.Contains(err.Error(), "was removed from its cluster") {
+		t.Fatalf("the removed node started again: %v", err)
+	}
+}

@@ -224,9 +224,27 @@ func TestClusterObjectLock(t *testing.T) {
 	put(0, "k", &s3.PutObjectInput{}) // noncurrent once k is deleted: expires
 	held := put(1, "held", &s3.PutObjectInput{ObjectLockLegalHoldStatus: types.ObjectLockLegalHoldStatusOn})
 	governance := put(2, "gov", &s3.PutObjectInput{ObjectLockMode: types.ObjectLockModeGovernance, ObjectLockRetainUntilDate: &until})
+	// A lock asked for at CreateMultipartUpload, the upload driven
+	// through three different nodes.
+	up, err := cl[0].CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String("mp"),
+		ObjectLockMode: types.ObjectLockModeCompliance, ObjectLockRetainUntilDate: &until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := cl[1].UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bucket), Key: aws.String("mp"), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: bytes.NewReader(randomBytes(7, 10<<10))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := cl[2].CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String("mp"), UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: part.ETag}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	multipart := aws.ToString(done.VersionId)
 
 	for i := range c.Nodes {
-		for _, v := range []struct{ key, id string }{{"k", compliance}, {"held", held}, {"gov", governance}} {
+		for _, v := range []struct{ key, id string }{{"k", compliance}, {"held", held}, {"gov", governance}, {"mp", multipart}} {
 			_, err := cl[i].DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(v.key), VersionId: aws.String(v.id)})
 			if testutil.APICode(err) != "AccessDenied" {
 				t.Fatalf("DELETE locked %s version %s through %s: %v, want AccessDenied", v.key, v.id, c.Nodes[i].ID, err)
@@ -310,7 +328,7 @@ func TestClusterObjectLock(t *testing.T) {
 		}
 		return versionmodel.SortedLines(out)
 	}
-	wantLocked := []string{"held marker=false", "k marker=false", "k marker=true"} // the locked k and the marker hiding it
+	wantLocked := []string{"held marker=false", "k marker=false", "k marker=true", "mp marker=false"} // the locked k and the marker hiding it; the locked multipart object
 	wantPlain := []string{"x marker=false"}
 	wantExp := []string{"z marker=false", "z marker=true"}
 	waitFor(ctx, t, "the lifecycle pass to expire the noncurrent versions", func() bool {

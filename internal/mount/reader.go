@@ -26,6 +26,7 @@ type reader struct {
 	whole  *[]byte // a small object, fetched by the first read
 	next   int64   // where the last read ended
 	window int     // read-ahead parts wanted ahead of next
+	late   bool    // a request arrived behind next: keep a part behind
 	ahead  []*chunk
 }
 
@@ -110,6 +111,9 @@ const nearby = 4 << 20
 
 func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (int, syscall.Errno) {
 	sequential := off >= r.next-nearby && off <= r.next+nearby
+	if sequential && off < r.next {
+		r.late = true
+	}
 	if sequential && len(r.ahead) > 0 && off < r.ahead[0].off {
 		// A late request of the kernel's read-ahead, behind the parts
 		// kept: read it alone and keep the window going.
@@ -180,9 +184,14 @@ func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (int, sy
 		copied += copy(dest[copied:], c.buf[from:c.n])
 	}
 	r.next = max(r.next, off+int64(copied))
-	// Parts wholly before this read, by more than a late request of the
-	// kernel's read-ahead could reach back, are done with.
-	for len(r.ahead) > 0 && r.ahead[0].end() <= off-nearby {
+	// Parts wholly before this read are done with; once requests have
+	// arrived late (concurrent requests of the kernel), those a late
+	// request could still reach are kept.
+	keep := off
+	if r.late {
+		keep = off - nearby
+	}
+	for len(r.ahead) > 0 && r.ahead[0].end() <= keep {
 		r.release(r.ahead[0])
 		r.ahead = r.ahead[1:]
 	}

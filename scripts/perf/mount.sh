@@ -32,7 +32,8 @@ export AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk AWS_REGION=us-east-1
 for t in fio s3fs rclone fusermount3; do command -v $t >/dev/null || { echo "missing $t" >&2; exit 1; }; done
 rm -rf "$work" && mkdir -p "$work/data" "$work/mnt"
 (cd "$root" && go build -o "$work/b3" ./cmd/b3)
-B3_ACCESS_KEY=$ak B3_SECRET_KEY=$sk "$work/b3" server --data "$work/data" --address 127.0.0.1:$port \
+# No web console: its default port may be taken by another b3 on the machine.
+B3_CONSOLE_ADDRESS="" B3_ACCESS_KEY=$ak B3_SECRET_KEY=$sk "$work/b3" server --data "$work/data" --address 127.0.0.1:$port \
 	--admin-address 127.0.0.1:$((port + 1)) >"$work/server.log" 2>&1 &
 server=$!
 mpid=""
@@ -42,7 +43,11 @@ cleanup() {
 	kill "$server" 2>/dev/null || true
 }
 trap cleanup EXIT
-for _ in $(seq 100); do curl -s -o /dev/null "$endpoint" && break; sleep 0.1; done
+for _ in $(seq 600); do
+	curl -s -o /dev/null "$endpoint" && break
+	kill -0 "$server" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
+	sleep 0.1
+done
 aws --endpoint-url "$endpoint" s3 mb "s3://$bucket" >/dev/null
 echo "$ak:$sk" >"$work/passwd" && chmod 600 "$work/passwd"
 

@@ -130,8 +130,10 @@ func (d *dirNode) listing(ctx context.Context) ([]dirEntry, syscall.Errno) {
 		d.m.mu.Unlock()
 		close(f.done)
 	}()
+	fetch := d.m.dirs.begin(dir)
 	l, err := d.m.be.list(context.WithoutCancel(ctx), dir)
 	if err != nil {
+		d.m.dirs.abandon(fetch)
 		f.errno = failure(d.m.log, "list", dir, err)
 		return nil, f.errno
 	}
@@ -143,8 +145,7 @@ func (d *dirNode) listing(ctx context.Context) ([]dirEntry, syscall.Errno) {
 		}
 	}
 	d.m.mu.Unlock()
-	f.entries = l.sorted()
-	d.m.dirs.store(dir, l)
+	f.entries = d.m.dirs.end(fetch, l)
 	return f.entries, 0
 }
 

@@ -85,6 +85,12 @@ func Mount(ctx context.Context, client *s3.Client, dir string, cfg Config) (*Mou
 			// Extended attributes are not stored: the kernel answers
 			// EOPNOTSUPP without asking.
 			DisableXAttrs: true,
+			// Replies come from memory, never from a file descriptor, so
+			// splicing cannot apply; left on, go-fuse still prepares a
+			// pipe for every read reply (three system calls, and a log
+			// line for each 1 MiB reply, which exceeds the pipe's size)
+			// before falling back to a plain write.
+			DisableSplice: true,
 			Debug:         cfg.Debug,
 			// As root, mount(2) directly; else through fusermount3.
 			DirectMount: true,

@@ -17,6 +17,18 @@ type dirCache struct {
 
 	mu      sync.Mutex
 	entries map[string]*cachedDir
+	// fetches are the listings being read from the server, by directory.
+	fetches map[string][]*fetch
+}
+
+// fetch is one listing of a directory being read from the server. The
+// server may answer with its state before a change this mount makes
+// meanwhile (a file committed while the listing is read): such changes are
+// kept and applied to the answer, so that it does not undo them.
+type fetch struct {
+	dir     string
+	changes []func(l *listing)
+	void    bool // the directory was forgotten meanwhile: do not keep
 }
 
 type cachedDir struct {
@@ -25,7 +37,7 @@ type cachedDir struct {
 }
 
 func newDirCache(ttl time.Duration, max int) *dirCache {
-	return &dirCache{ttl: ttl, max: max, entries: map[string]*cachedDir{}}
+	return &dirCache{ttl: ttl, max: max, entries: map[string]*cachedDir{}, fetches: map[string][]*fetch{}}
 }
 
 // kind of a name in a cached listing.
@@ -77,10 +89,64 @@ func (c *dirCache) relistable(dir string) bool {
 	return e != nil && len(e.l.files)+len(e.l.dirs) <= smallDir
 }
 
-// store records a listing just read from the server.
+// begin registers a listing of dir about to be read from the server; end
+// or abandon it.
+func (c *dirCache) begin(dir string) *fetch {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := &fetch{dir: dir}
+	c.fetches[dir] = append(c.fetches[dir], f)
+	return f
+}
+
+// abandon unregisters a fetch that failed.
+func (c *dirCache) abandon(f *fetch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unregister(f)
+}
+
+func (c *dirCache) unregister(f *fetch) {
+	fs := c.fetches[f.dir]
+	for i, g := range fs {
+		if g == f {
+			fs = append(fs[:i], fs[i+1:]...)
+			break
+		}
+	}
+	if len(fs) == 0 {
+		delete(c.fetches, f.dir)
+	} else {
+		c.fetches[f.dir] = fs
+	}
+}
+
+// end applies to l, the server's answer to f, the changes made through the
+// mount since begin, keeps it (unless the directory was forgotten) and
+// returns its entries in name order.
+func (c *dirCache) end(f *fetch, l *listing) []dirEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unregister(f)
+	for _, change := range f.changes {
+		change(l)
+	}
+	// Sorted before the listing is shared: edits change it under mu.
+	entries := l.sorted()
+	if !f.void {
+		c.storeLocked(f.dir, l)
+	}
+	return entries
+}
+
+// store records a listing known to be current.
 func (c *dirCache) store(dir string, l *listing) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.storeLocked(dir, l)
+}
+
+func (c *dirCache) storeLocked(dir string, l *listing) {
 	if c.ttl <= 0 {
 		return
 	}
@@ -96,12 +162,16 @@ func (c *dirCache) store(dir string, l *listing) {
 }
 
 // edit applies a change made through the mount to the listing of dir, if
-// one is cached (a listing not cached is read afresh when needed).
+// one is cached (a listing not cached is read afresh when needed), and to
+// the listings of dir being read.
 func (c *dirCache) edit(dir string, change func(l *listing)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.entries[dir]; e != nil {
 		change(e.l)
+	}
+	for _, f := range c.fetches[dir] {
+		f.changes = append(f.changes, change)
 	}
 }
 
@@ -123,6 +193,9 @@ func (c *dirCache) forget(dir string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.entries, dir)
+	for _, f := range c.fetches[dir] {
+		f.void = true
+	}
 }
 
 // dirEntry is one name of a directory as readdir returns it.

@@ -64,3 +64,41 @@ func TestDirCache(t *testing.T) {
 		t.Errorf("TTL 0 answered %v from a cache", got)
 	}
 }
+
+// TestDirCacheFetch: a listing the server answered before a change made
+// through the mount (a file committed, one removed) and stored after it
+// keeps the change; a listing of a directory forgotten meanwhile is not
+// kept, and a failed one leaves nothing behind.
+func TestDirCacheFetch(t *testing.T) {
+	c := newDirCache(time.Hour, 4)
+	f := c.begin("a/")
+	c.setFile("a/", "new", object{size: 5})
+	c.remove("a/", "gone")
+	entries := c.end(f, newListing("old", "gone"))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.name)
+	}
+	if fmt.Sprint(names) != "[new old]" {
+		t.Errorf("readdir lists %v, want [new old]", names)
+	}
+	for name, want := range map[string]kind{"new": isFile, "old": isFile, "gone": absent} {
+		if got, _ := c.lookup("a/", name); got != want {
+			t.Errorf("lookup a/%s = %v, want %v", name, got, want)
+		}
+	}
+
+	f = c.begin("b/")
+	c.forget("b/")
+	c.end(f, newListing("x"))
+	if got, _ := c.lookup("b/", "x"); got != unknown {
+		t.Errorf("a listing of a directory forgotten while it was read answered %v", got)
+	}
+
+	f = c.begin("c/")
+	c.abandon(f)
+	c.end(c.begin("a/"), newListing())
+	if len(c.fetches) != 0 {
+		t.Errorf("%d directories still have listings in progress", len(c.fetches))
+	}
+}

@@ -26,6 +26,7 @@ type reader struct {
 	whole  *[]byte // a small object, fetched by the first read
 	next   int64   // where the last read ended
 	window int     // read-ahead parts wanted ahead of next
+	late   bool    // a request arrived behind next: keep a part behind
 	ahead  []*chunk
 }
 
@@ -110,6 +111,18 @@ const nearby = 4 << 20
 
 func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (int, syscall.Errno) {
 	sequential := off >= r.next-nearby && off <= r.next+nearby
+	if sequential && off < r.next {
+		r.late = true
+	}
+	if sequential && len(r.ahead) > 0 && off < r.ahead[0].off {
+		// A late request of the kernel's read-ahead, behind the parts
+		// kept: read it alone and keep the window going.
+		n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, off, dest)
+		if err != nil {
+			return 0, failure(r.m.log, "get", r.key, err)
+		}
+		return n, 0
+	}
 	if len(r.ahead) > 0 && (off < r.ahead[0].off || off >= r.ahead[len(r.ahead)-1].end()) {
 		r.dropAhead()
 	}
@@ -170,9 +183,15 @@ func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (int, sy
 		}
 		copied += copy(dest[copied:], c.buf[from:c.n])
 	}
-	r.next = off + int64(copied)
-	// Parts wholly before this read are done with.
-	for len(r.ahead) > 0 && r.ahead[0].end() <= off {
+	r.next = max(r.next, off+int64(copied))
+	// Parts wholly before this read are done with; once requests have
+	// arrived late (concurrent requests of the kernel), those a late
+	// request could still reach are kept.
+	keep := off
+	if r.late {
+		keep = off - nearby
+	}
+	for len(r.ahead) > 0 && r.ahead[0].end() <= keep {
 		r.release(r.ahead[0])
 		r.ahead = r.ahead[1:]
 	}

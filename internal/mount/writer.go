@@ -163,6 +163,10 @@ func (w *writer) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		}
 		n := min(len(rest), partSize-len(w.cur))
 		w.cur = append(w.cur, rest[:n]...)
+		if w.small != nil {
+			// The first buffer may have grown: recycle the grown one.
+			*w.small = w.cur
+		}
 		rest = rest[n:]
 		w.written.Add(int64(n))
 	}

@@ -6,6 +6,13 @@
 #     (one 2 GiB file) and four jobs (four 512 MiB files);
 #   - 2,000 files of 128 KiB written, then read, by 16 fio jobs;
 #   - the peak resident memory (VmHWM) of the mount process per round.
+# Every read is measured twice: "cold", after the page cache was dropped,
+# so the server reads its disk, and then "warm", the same files again with
+# the server's data in the page cache (fio still drops the client's cached
+# pages of each file first: --invalidate=1, its default). The S3 API's
+# downloads are measured warm (the objects were just uploaded) and, for the
+# large objects, cold (b3 bench --drop-cache, each object read once): a
+# ratio compares a mount with the API in the same state.
 # Prints one line per measurement (TSV) and the medians; records the load
 # average beside each tool's block.
 #
@@ -25,7 +32,8 @@ export AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk AWS_REGION=us-east-1
 for t in fio s3fs rclone fusermount3; do command -v $t >/dev/null || { echo "missing $t" >&2; exit 1; }; done
 rm -rf "$work" && mkdir -p "$work/data" "$work/mnt"
 (cd "$root" && go build -o "$work/b3" ./cmd/b3)
-B3_ACCESS_KEY=$ak B3_SECRET_KEY=$sk "$work/b3" server --data "$work/data" --address 127.0.0.1:$port \
+# No web console: its default port may be taken by another b3 on the machine.
+B3_CONSOLE_ADDRESS="" B3_ACCESS_KEY=$ak B3_SECRET_KEY=$sk "$work/b3" server --data "$work/data" --address 127.0.0.1:$port \
 	--admin-address 127.0.0.1:$((port + 1)) >"$work/server.log" 2>&1 &
 server=$!
 mpid=""
@@ -35,7 +43,11 @@ cleanup() {
 	kill "$server" 2>/dev/null || true
 }
 trap cleanup EXIT
-for _ in $(seq 100); do curl -s -o /dev/null "$endpoint" && break; sleep 0.1; done
+for _ in $(seq 600); do
+	curl -s -o /dev/null "$endpoint" && break
+	kill -0 "$server" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
+	sleep 0.1
+done
 aws --endpoint-url "$endpoint" s3 mb "s3://$bucket" >/dev/null
 echo "$ak:$sk" >"$work/passwd" && chmod 600 "$work/passwd"
 
@@ -128,27 +140,42 @@ run_mount() {
 	record "$tool" write-1job MiB/s "$(fio_mibs $(seq_job write 1 2g))"
 	drop
 	# shellcheck disable=SC2046
-	record "$tool" read-1job MiB/s "$(fio_mibs $(seq_job read 1 2g))"
+	record "$tool" read-1job-cold MiB/s "$(fio_mibs $(seq_job read 1 2g))"
+	# shellcheck disable=SC2046
+	record "$tool" read-1job-warm MiB/s "$(fio_mibs $(seq_job read 1 2g))"
 	rm -f "$work/mnt/seq/"*
 	# shellcheck disable=SC2046
 	record "$tool" write-4jobs MiB/s "$(fio_mibs $(seq_job write 4 512m))"
 	drop
 	# shellcheck disable=SC2046
-	record "$tool" read-4jobs MiB/s "$(fio_mibs $(seq_job read 4 512m))"
+	record "$tool" read-4jobs-cold MiB/s "$(fio_mibs $(seq_job read 4 512m))"
+	# shellcheck disable=SC2046
+	record "$tool" read-4jobs-warm MiB/s "$(fio_mibs $(seq_job read 4 512m))"
 	# shellcheck disable=SC2046
 	record "$tool" small-write files/s "$(fio_files $(small_job write))"
 	drop
 	# shellcheck disable=SC2046
-	record "$tool" small-read files/s "$(fio_files $(small_job read))"
+	record "$tool" small-read-cold files/s "$(fio_files $(small_job read))"
+	# shellcheck disable=SC2046
+	record "$tool" small-read-warm files/s "$(fio_files $(small_job read))"
 	record "$tool" peak-rss MiB "$(awk '/VmHWM/ {printf "%.0f", $2/1024}' /proc/$mpid/status)"
 	unmount_tool
 }
 
-# bench ARGS... prints "op ops/s MB/s" per operation of b3 bench peak.
+# bench ARGS... prints "op ops/s MB/s" per operation of b3 bench peak
+# (uploads and warm downloads unless ARGS say otherwise).
 bench() {
 	"$work/b3" bench peak --endpoint "$endpoint" --bucket "$bucket" --create-bucket=false --charts=false \
 		--out "$work/bench" --duration 0 --ops upload,download "$@" 2>/dev/null |
 		awk '$1=="upload"||$1=="download" {print $1, $6, $7}'
+}
+
+# bench_cold SIZE CONCURRENCY: downloads of SIZE objects after the page
+# cache was dropped, each object once (the bench prepares CONCURRENCY of
+# them); prints MiB/s.
+bench_cold() {
+	bench --ops download --drop-cache --sizes "$1" --concurrency "$2" --count "$2" --prepare-bytes 2GiB |
+		awk '{printf "%.0f", $3*1e6/2^20}'
 }
 
 run_bench() {
@@ -159,6 +186,8 @@ run_bench() {
 	bench --sizes 512MiB --concurrency 4 --count 8 --prepare-bytes 2GiB | while read -r op ops mbs; do
 		record api "$op-4jobs" MiB/s "$(echo "$mbs" | awk '{printf "%.0f", $1*1e6/2^20}')"
 	done
+	record api download-1job-cold MiB/s "$(bench_cold 2GiB 1)"
+	record api download-4jobs-cold MiB/s "$(bench_cold 512MiB 4)"
 	bench --sizes 128KiB --concurrency 16 --count 2000 --prepare-bytes 256MiB | while read -r op ops mbs; do
 		record api "small-$op" files/s "$(echo "$ops" | awk '{printf "%.0f", $1}')"
 	done

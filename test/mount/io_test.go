@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -45,13 +46,21 @@ func TestLargeSequentialFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Reset()
-	n, err := io.CopyBuffer(h, r, make([]byte, 1<<20))
+	// (Hiding the file's WriteTo, which would read in 32 KiB pieces.)
+	n, err := io.CopyBuffer(h, struct{ io.Reader }{r}, make([]byte, 1<<20))
 	r.Close()
 	if err != nil || n != int64(size) || fmt.Sprintf("%x", h.Sum(nil)) != want {
 		t.Fatalf("read back through the mount: %d bytes, %v, checksum equal %v", n, err, fmt.Sprintf("%x", h.Sum(nil)) == want)
 	}
 	if got := sum(e.mustObject("large")); got != want {
 		t.Fatalf("through S3: sha %s, want %s", got, want)
+	}
+	// Nothing failed, so the mount logged nothing but its start (the log
+	// is for failures, not for every 1 MiB reply).
+	for _, line := range strings.Split(strings.TrimSpace(e.mount.Output.String()), "\n") {
+		if !strings.Contains(line, "mounted on") {
+			t.Fatalf("the mount logged during a clean write and read: %q", line)
+		}
 	}
 	// Random reads: each lands where it should.
 	r, err = os.Open(e.path("large"))

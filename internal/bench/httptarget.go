@@ -73,10 +73,10 @@ func NewHTTPTarget(st *S3Target, o S3Options, conns int, chunked bool) (*HTTPTar
 		MaxIdleConnsPerHost: conns,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
-		// Larger socket-side buffers: fewer read and write calls per
-		// request (a response header and a playlist fit in one).
-		WriteBufferSize: 64 << 10,
-		ReadBufferSize:  64 << 10,
+		// The write buffer stays small: net/http fills what is left of
+		// it from the body (a copy) before it hands the rest to sendfile.
+		// Reads: fewer calls per response.
+		ReadBufferSize: 64 << 10,
 	}
 	return &HTTPTarget{
 		S3Target: st,

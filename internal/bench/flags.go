@@ -319,6 +319,9 @@ func hlsFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 		if *chunked && *client != "http" {
 			return usagef("--chunked needs --client http")
 		}
+		if s3f.opts.SignPayload && *client != "sdk" {
+			return usagef("--sign-payload needs --client sdk (the http client sends UNSIGNED-PAYLOAD)")
+		}
 		o.run = func(ctx context.Context, rep *Report, pool *Pool, progress *Progress, log io.Writer) error {
 			top := maxInt(cfg.Cameras)
 			conns := top + cfg.Viewers(top) + 16

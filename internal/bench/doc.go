@@ -18,6 +18,10 @@
 //	         camera count: segment upload latency from the due instant
 //	         (overall and per camera), missed deadlines, playlist
 //	         staleness, errors; per-second series; held or not held.
+//	         Its requests go through HTTPTarget (plain net/http, SigV4
+//	         UNSIGNED-PAYLOAD, segments by sendfile from an in-memory copy
+//	         of the pool) unless --client sdk: the generator shares the
+//	         cores with the server it measures.
 //	disk     write() latency and MB/s of a directory by buffer size,
 //	         buffered and O_DIRECT, with and without fdatasync.
 //	kv       YCSB-style tiny records: load, then read/update mixes.

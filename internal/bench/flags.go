@@ -292,6 +292,8 @@ func hlsFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 	drain := fs.Duration("drain", 30*time.Second, "after each hold, wait at most this long for uploads in flight")
 	maxP99 := fs.Duration("max-p99", time.Second, "a camera count is held only if the P99 segment upload latency is at most this")
 	cleanup := fs.Bool("cleanup", true, "delete the segments and playlists left after each camera count")
+	client := fs.String("client", "http", "http: plain requests signed with SigV4 (UNSIGNED-PAYLOAD), no checksum header, as encoders send; sdk: the AWS SDK (adds a CRC32 of every upload); the generator's own CPU is taken from the server")
+	chunked := fs.Bool("chunked", false, "with --client http: upload with Transfer-Encoding: chunked and no length, as encoders do (S3 and MinIO refuse it)")
 	return func() error {
 		cfg := HLSConfig{Segment: *segment, Retention: *retention, ListSize: *listSize, Duration: *duration,
 			Drain: *drain, MaxP99: *maxP99, Cleanup: *cleanup}
@@ -311,11 +313,33 @@ func hlsFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 		if n := cfg.SegmentBytes(); n <= 0 || n > MaxObjectSize {
 			return usagef("--bitrate × --segment: %d-byte segments", n)
 		}
+		if *client != "http" && *client != "sdk" {
+			return usagef("--client: %q is neither http nor sdk", *client)
+		}
+		if *chunked && *client != "http" {
+			return usagef("--chunked needs --client http")
+		}
+		if s3f.opts.SignPayload && *client != "sdk" {
+			return usagef("--sign-payload needs --client sdk (the http client sends UNSIGNED-PAYLOAD)")
+		}
 		o.run = func(ctx context.Context, rep *Report, pool *Pool, progress *Progress, log io.Writer) error {
 			top := maxInt(cfg.Cameras)
-			t, err := s3f.start(ctx, rep, top+cfg.Viewers(top)+16, &cfg.Prefix)
+			conns := top + cfg.Viewers(top) + 16
+			st, err := s3f.start(ctx, rep, conns, &cfg.Prefix)
 			if err != nil {
 				return err
+			}
+			var t HLSTarget = st
+			if *client == "http" {
+				ht, err := NewHTTPTarget(st, s3f.opts, conns, *chunked)
+				if err != nil {
+					return err
+				}
+				defer ht.Close()
+				if err := ht.SendFromFile(pool, cfg.SegmentBytes()); err != nil {
+					fmt.Fprintf(log, "hls: segments sent from memory (no sendfile): %v\n", err)
+				}
+				t = ht
 			}
 			(&HLSRunner{Target: t, Pool: pool, Clock: RealClock{}, Progress: progress, Log: log}).Run(ctx, cfg, rep)
 			return nil

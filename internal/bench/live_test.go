@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -408,77 +409,23 @@ func TestLive(t *testing.T) {
 		}
 	})
 
-	t.Run("hls", func(t *testing.T) {
-		// 500 ms segments for 3 s: 6 per camera; retention 1 s and 2
-		// listed keep the last 2 segments of each camera (--cleanup=false
-		// lets the test check that against the server).
-		const segments, kept = 6, 2
-		run := runLive(t, t.TempDir(), s.args("hls", "--cameras", "4,8", "--segment", "500ms", "--bitrate", "800kbit",
-			"--duration", "3s", "--drain", "20s", "--retention", "1s", "--list-size", "2", "--viewers", "50%",
-			"--cleanup=false", "--prefix", "it-hls"), 4)
-		rep := run.report
-		if len(rep.HLS) != 2 || len(rep.Cells) != 12 {
-			t.Fatalf("%d runs, %d cells", len(rep.HLS), len(rep.Cells))
-		}
-		for _, r := range rep.HLS {
-			if r.Verdict != "held" && (r.Verdict != "not held" || len(r.Reasons) == 0) {
-				t.Errorf("%d cameras: verdict %q, reasons %q", r.Cameras, r.Verdict, r.Reasons)
-			}
-			if r.Verdict != "held" {
-				t.Logf("%d cameras not held on this machine: %q", r.Cameras, r.Reasons)
-			}
-			var stored int64
-			for _, sec := range r.Series {
-				stored += sec.Segments
-			}
-			for _, c := range r.Cells {
-				switch c.Op {
-				case "segment":
-					assertHealthy(t, c)
-					if c.Issued != int64(r.Cameras*segments) || stored != c.Ops {
-						t.Errorf("%d cameras: %d segments issued (want %d), series counts %d of %d stored",
-							r.Cameras, c.Issued, r.Cameras*segments, stored, c.Ops)
-					}
-				case "playlist", "delete", "view-playlist", "staleness":
-					if c.Errors != 0 || c.Ops == 0 {
-						t.Errorf("%d cameras %s: %d ok, errors %v", r.Cameras, c.Op, c.Ops, c.ErrorsByType)
-					}
-				}
-			}
-			if len(r.Streams) != r.Cameras || r.Viewers != r.Cameras/2 {
-				t.Errorf("%d cameras: %d streams, %d viewers", r.Cameras, len(r.Streams), r.Viewers)
-			}
-		}
-		if !strings.Contains(run.out, "8 cameras, 4 viewers: ") {
-			t.Errorf("no verdict line in the table:\n%s", run.out)
-		}
-		// Each camera left its last segments and a playlist listing the
-		// newest; older segments were deleted.
-		stored := s.list(t, "it-hls/")
-		tgt := s.target(t)
-		for _, cams := range []int{4, 8} {
-			for c := range cams {
-				dir := fmt.Sprintf("it-hls/hls/c%d/cam%04d/", cams, c)
-				for k := range segments {
-					key := fmt.Sprintf("%sseg%08d.ts", dir, k)
-					if _, ok := stored[key]; ok != (k >= segments-kept) {
-						t.Errorf("%s stored %v, want %v", key, ok, k >= segments-kept)
-					}
-				}
-				body, err := tgt.GetSmall(context.Background(), dir+"index.m3u8")
-				if err != nil || newestListed(body) != segments-1 {
-					t.Errorf("%sindex.m3u8: newest %d, %v:\n%s", dir, newestListed(body), err, body)
-				}
-			}
-		}
-		keys := make([]string, 0, len(stored))
-		for k := range stored {
-			keys = append(keys, k)
-		}
-		if err := tgt.Delete(context.Background(), keys); err != nil {
-			t.Fatal(err)
-		}
-	})
+	// 500 ms segments for 3 s: 6 per camera; retention 1 s and 2 listed
+	// keep the last 2 segments of each camera (--cleanup=false lets the
+	// test check that against the server). Each client: the plain one
+	// (segments sent with sendfile from the pool file), the same chunked
+	// as encoders send, the SDK's.
+	pool := NewPool(1)
+	for _, c := range []struct {
+		name    string
+		cameras []int
+		extra   []string
+	}{
+		{"hls", []int{4, 8}, nil},
+		{"hls-chunked", []int{2}, []string{"--chunked"}},
+		{"hls-sdk", []int{2}, []string{"--client", "sdk"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { testLiveHLS(t, s, pool, "it-"+c.name, c.cameras, c.extra) })
+	}
 
 	t.Run("compare", func(t *testing.T) {
 		if peakJSON == "" {
@@ -520,5 +467,90 @@ func TestLiveConnRefusedIsCounted(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), errRefused) {
 		t.Errorf("table lacks %s:\n%s", errRefused, stdout.String())
+	}
+}
+
+// testLiveHLS runs b3 bench hls with extra flags at each camera count
+// under prefix and checks the report against what the server holds: the
+// kept segments (their content too) and playlists, nothing older.
+func testLiveHLS(t *testing.T, s liveServer, pool *Pool, prefix string, cameras []int, extra []string) {
+	const segments, kept = 6, 2
+	counts := make([]string, len(cameras))
+	for i, n := range cameras {
+		counts[i] = strconv.Itoa(n)
+	}
+	args := append([]string{"--cameras", strings.Join(counts, ","), "--segment", "500ms", "--bitrate", "800kbit",
+		"--duration", "3s", "--drain", "20s", "--retention", "1s", "--list-size", "2", "--viewers", "50%",
+		"--cleanup=false", "--prefix", prefix}, extra...)
+	run := runLive(t, t.TempDir(), s.args("hls", args...), 4)
+	rep := run.report
+	if len(rep.HLS) != len(cameras) || len(rep.Cells) != 6*len(cameras) {
+		t.Fatalf("%d runs, %d cells", len(rep.HLS), len(rep.Cells))
+	}
+	for _, r := range rep.HLS {
+		if r.Verdict != "held" && (r.Verdict != "not held" || len(r.Reasons) == 0) {
+			t.Errorf("%d cameras: verdict %q, reasons %q", r.Cameras, r.Verdict, r.Reasons)
+		}
+		if r.Verdict != "held" {
+			t.Logf("%d cameras not held on this machine: %q", r.Cameras, r.Reasons)
+		}
+		var stored int64
+		for _, sec := range r.Series {
+			stored += sec.Segments
+		}
+		for _, c := range r.Cells {
+			switch c.Op {
+			case "segment":
+				assertHealthy(t, c)
+				if c.Issued != int64(r.Cameras*segments) || stored != c.Ops {
+					t.Errorf("%d cameras: %d segments issued (want %d), series counts %d of %d stored",
+						r.Cameras, c.Issued, r.Cameras*segments, stored, c.Ops)
+				}
+			case "playlist", "delete", "view-playlist", "staleness":
+				if c.Errors != 0 || c.Ops == 0 {
+					t.Errorf("%d cameras %s: %d ok, errors %v", r.Cameras, c.Op, c.Ops, c.ErrorsByType)
+				}
+			}
+		}
+		if len(r.Streams) != r.Cameras || r.Viewers != r.Cameras/2 {
+			t.Errorf("%d cameras: %d streams, %d viewers", r.Cameras, len(r.Streams), r.Viewers)
+		}
+	}
+	if last := cameras[len(cameras)-1]; !strings.Contains(run.out, fmt.Sprintf("%d cameras, %d viewers: ", last, last/2)) {
+		t.Errorf("no verdict line in the table:\n%s", run.out)
+	}
+	// Each camera left its last segments and a playlist listing the
+	// newest; older segments were deleted.
+	stored := s.list(t, prefix+"/")
+	tgt := s.target(t)
+	for _, cams := range cameras {
+		for c := range cams {
+			dir := fmt.Sprintf("%s/hls/c%d/cam%04d/", prefix, cams, c)
+			for k := range segments {
+				key := fmt.Sprintf("%sseg%08d.ts", dir, k)
+				size, ok := stored[key]
+				if ok != (k >= segments-kept) {
+					t.Errorf("%s stored %v, want %v", key, ok, k >= segments-kept)
+				}
+				if !ok {
+					continue
+				}
+				// What arrived is the payload of the key, byte for byte.
+				if n, err := tgt.Get(context.Background(), key, size, NewSink(pool.Payload(key, 50_000))); n != 50_000 || err != nil {
+					t.Errorf("%s: %d bytes, %v", key, n, err)
+				}
+			}
+			body, err := tgt.GetSmall(context.Background(), dir+"index.m3u8")
+			if err != nil || newestListed(body) != segments-1 {
+				t.Errorf("%sindex.m3u8: newest %d, %v:\n%s", dir, newestListed(body), err, body)
+			}
+		}
+	}
+	keys := make([]string, 0, len(stored))
+	for k := range stored {
+		keys = append(keys, k)
+	}
+	if err := tgt.Delete(context.Background(), keys); err != nil {
+		t.Fatal(err)
 	}
 }

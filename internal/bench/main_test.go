@@ -73,6 +73,9 @@ func TestMainUsageErrors(t *testing.T) {
 		{[]string{"hls", "--viewers", "-3"}, 2},
 		{[]string{"hls", "--cameras", "x"}, 2},
 		{[]string{"hls", "--segment", "0s"}, 2},
+		{[]string{"hls", "--client", "curl"}, 2},
+		{[]string{"hls", "--client", "sdk", "--chunked"}, 2},
+		{[]string{"hls", "--sign-payload"}, 2},
 		{[]string{"hls", "-h"}, 0},
 	} {
 		var stdout, stderr bytes.Buffer

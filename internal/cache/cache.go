@@ -116,6 +116,13 @@ func (c *Cache[V]) SetMaxBytes(n int64) {
 	n = max(n, 0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.maxBytes.Load() == 0 && n > 0 {
+		// Invalidate skips a disabled cache: a token taken before now
+		// may predate a change nobody invalidated. Refuse them all.
+		for i := range c.gens {
+			c.gens[i].Add(1)
+		}
+	}
 	c.maxBytes.Store(n)
 	c.evictor.resize(n)
 	c.evictLocked()
@@ -196,9 +203,11 @@ func (c *Cache[V]) PutIf(key string, value V, size int64, token uint64) bool {
 	return true
 }
 
-// Invalidate drops key and refuses fills that started before.
+// Invalidate drops key and refuses fills that started before. A
+// disabled cache holds nothing and admits nothing: it returns at once
+// (SetMaxBytes refuses older fills when it enables the cache).
 func (c *Cache[V]) Invalidate(key string) {
-	if c == nil {
+	if c == nil || c.maxBytes.Load() == 0 {
 		return
 	}
 	c.mu.Lock()

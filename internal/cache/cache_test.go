@@ -83,6 +83,23 @@ func TestSetMaxBytes(t *testing.T) {
 	}
 }
 
+// TestEnableRefusesOlderFills: a change made while the cache was off is
+// not invalidated (a disabled cache skips that); a fill that read the old
+// version then is still refused once the cache is on again.
+func TestEnableRefusesOlderFills(t *testing.T) {
+	c := New[string](Options{MaxBytes: 1 << 20})
+	c.SetMaxBytes(0)
+	tok := c.Token("k") // a filler reads version 1 ...
+	c.Invalidate("k")   // ... a writer commits version 2 while the cache is off ...
+	c.SetMaxBytes(1 << 20)
+	if c.PutIf("k", "v1", 2, tok) {
+		t.Fatal("a fill older than the cache's enabling was accepted")
+	}
+	if !c.PutIf("k", "v2", 2, c.Token("k")) {
+		t.Fatal("a fresh fill was refused")
+	}
+}
+
 func TestLRUKeepsRecentlyRead(t *testing.T) {
 	c := New[int](Options{MaxBytes: 300, Policy: LRU})
 	for _, k := range []string{"a", "b", "c"} {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/b3-storage/b3/internal/objstore"
@@ -14,73 +15,196 @@ import (
 
 // In sync mode the leader does not write a body and then send it: it
 // streams the body to the followers while it writes its own copy (one
-// pass, the three disks working at once). A follower that cannot keep up
-// is dropped from the stream (stallTimeout) and fetches the bytes later;
-// the write goes on as long as a majority holds them.
+// pass, the three disks working at once). The body travels in blocks of
+// blockSize, each written to a follower's connection in one piece, and
+// up to feedDepth blocks wait for a follower that is behind: the three
+// copies are written side by side, each at its own pace, not in lockstep
+// with whichever node is slowest at each instant. A follower that takes
+// no block for stallTimeout is dropped from the stream and fetches the
+// bytes later; the write goes on as long as a majority holds them.
 
-// stallTimeout is how long one write to a follower's stream may block
-// before the follower is dropped from it.
-const stallTimeout = 5 * time.Second
+// stallTimeout is how long a block may wait for a follower's queue
+// before the follower is dropped from the stream.
+var stallTimeout = 5 * time.Second // a variable for tests
+
+const (
+	// blockSize is the unit of a streamed body: one write to a follower's
+	// connection (one HTTP chunk).
+	blockSize = 1 << 20
+	// feedDepth is how many blocks may wait for one follower.
+	feedDepth = 4
+)
 
 var errStalled = errors.New("cluster: follower stalled; dropped from the stream")
 
-// fanout copies what the local stage reads to every follower's pipe, in
-// parallel, dropping a follower whose pipe fails or stalls. Its Write
-// never fails: the local copy must not depend on a follower.
+// block is a piece of a body on its way to the followers, shared by their
+// feeds: refs counts the holders, and the last returns it to blockPool.
+type block struct {
+	buf  []byte
+	n    int
+	refs atomic.Int32
+}
+
+var blockPool = sync.Pool{New: func() any { return &block{buf: make([]byte, blockSize)} }}
+
+func (b *block) release() {
+	if b.refs.Add(-1) == 0 {
+		b.n = 0
+		blockPool.Put(b)
+	}
+}
+
+// feed is one follower's share of a stream: the body of its stage request.
+// The fanout sends blocks and closes blocks at the end of the body, end
+// set first (nil: the whole body; else why it stops short); the push's
+// goroutine closes gone once the request is over.
+type feed struct {
+	blocks chan *block
+	end    error
+	gone   chan struct{}
+	cancel context.CancelFunc // ends the follower's request
+
+	cur *block // Read's block, and how much of it was read
+	off int
+}
+
+func newFeed(cancel context.CancelFunc) *feed {
+	return &feed{blocks: make(chan *block, feedDepth), gone: make(chan struct{}), cancel: cancel}
+}
+
+// WriteTo writes each block in one call as it arrives. The HTTP transport
+// copies a request body through WriteTo when it has one (else through a
+// 32 KiB buffer, a chunk each).
+func (f *feed) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	if f.cur != nil { // after a Read
+		n, err := w.Write(f.cur.buf[f.off:f.cur.n])
+		total += int64(n)
+		f.cur.release()
+		f.cur = nil
+		if err != nil {
+			return total, err
+		}
+	}
+	for b := range f.blocks {
+		n, err := w.Write(b.buf[:b.n])
+		b.release()
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, f.end
+}
+
+func (f *feed) Read(p []byte) (int, error) {
+	for f.cur == nil {
+		b, ok := <-f.blocks
+		if !ok {
+			return 0, errOr(f.end, io.EOF)
+		}
+		f.cur, f.off = b, 0
+	}
+	n := copy(p, f.cur.buf[f.off:f.cur.n])
+	if f.off += n; f.off == f.cur.n {
+		f.cur.release()
+		f.cur = nil
+	}
+	return n, nil
+}
+
+// fanout copies what the local stage reads into blocks for every
+// follower's feed, dropping a follower whose push ended or stalled. Its
+// Write never fails: the local copy must not depend on a follower. One
+// goroutine (the local stage's) calls Write and end.
 type fanout struct {
-	mu    sync.Mutex
-	pipes []*io.PipeWriter // nil once dropped
+	feeds []*feed // nil once dropped or ended
+	cur   *block
 }
 
 func (f *fanout) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	done := make([]chan struct{}, len(f.pipes))
-	failed := make([]bool, len(f.pipes)) // slot i: written before done[i] closes
-	for i, w := range f.pipes {
-		if w == nil {
-			continue
+	n := len(p)
+	for len(p) > 0 {
+		if f.cur == nil {
+			f.cur = blockPool.Get().(*block)
 		}
-		done[i] = make(chan struct{})
-		go func() {
-			defer close(done[i])
-			if _, err := w.Write(p); err != nil {
-				failed[i] = true
-			}
-		}()
-	}
-	timer := time.NewTimer(stallTimeout)
-	defer timer.Stop()
-	for i, ch := range done {
-		if ch == nil {
-			continue
-		}
-		select {
-		case <-ch:
-		case <-timer.C:
-			// Closing the writer ends the blocked Write (io.Pipe).
-			f.pipes[i].CloseWithError(errStalled)
-			<-ch
-			failed[i] = true
-			timer.Reset(0) // the others had stallTimeout too
+		c := copy(f.cur.buf[f.cur.n:], p)
+		f.cur.n += c
+		p = p[c:]
+		if f.cur.n == len(f.cur.buf) {
+			f.send()
 		}
 	}
-	for i := range failed {
-		if failed[i] {
-			f.pipes[i] = nil
-		}
-	}
-	return len(p), nil
+	return n, nil
 }
 
-// end closes every live pipe: with nil the followers see the end of the
-// body, with an error they discard what they got.
+// send hands the current block to every live feed. A feed whose queue is
+// full gets until stallTimeout from the first wait for this block (the
+// followers drain their queues meanwhile, so each had that long); a feed
+// whose push ended is dropped.
+func (f *fanout) send() {
+	b := f.cur
+	f.cur = nil
+	if b == nil {
+		return
+	}
+	b.refs.Store(1) // send's own, until every feed has the block
+	var timer *time.Timer
+	expired := false
+	for i, fd := range f.feeds {
+		if fd == nil {
+			continue
+		}
+		b.refs.Add(1)
+		select {
+		case fd.blocks <- b:
+			continue
+		default:
+		}
+		if !expired {
+			if timer == nil {
+				timer = time.NewTimer(stallTimeout)
+				defer timer.Stop()
+			}
+			select {
+			case fd.blocks <- b:
+				continue
+			case <-fd.gone:
+			case <-timer.C:
+				expired = true
+			}
+		}
+		b.release()
+		f.drop(i, errStalled)
+	}
+	b.release()
+}
+
+// drop ends feed i: its body stops short with err and its request ends.
+func (f *fanout) drop(i int, err error) {
+	fd := f.feeds[i]
+	f.feeds[i] = nil
+	fd.end = err
+	close(fd.blocks)
+	fd.cancel()
+}
+
+// end sends what is left: with nil the followers get the rest and the end
+// of the body; with an error their bodies stop short, and they discard
+// what they got.
 func (f *fanout) end(err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, w := range f.pipes {
-		if w != nil {
-			w.CloseWithError(err)
+	if err == nil {
+		f.send()
+	} else if f.cur != nil {
+		f.cur.n = 0
+		blockPool.Put(f.cur)
+		f.cur = nil
+	}
+	for i, fd := range f.feeds {
+		if fd != nil {
+			f.feeds[i] = nil
+			fd.end = err
+			close(fd.blocks)
 		}
 	}
 }
@@ -99,16 +223,16 @@ func (n *Node) stream(ctx context.Context, ref bytesRef, body io.Reader, need in
 			results <- errClosed
 			continue
 		}
-		pr, pw := io.Pipe()
-		fan.pipes = append(fan.pipes, pw)
 		// Bound by the node, not the request: the follower's copy may
 		// still finish after the client is answered.
 		pctx, cancel := context.WithCancel(n.closing)
 		cancels = append(cancels, cancel)
+		fd := newFeed(cancel)
+		fan.feeds = append(fan.feeds, fd)
 		go func() {
 			defer n.pushes.done()
-			err := n.sendStage(pctx, peer, ref, pr, -1)
-			pr.CloseWithError(errOr(err, errStalled)) // unblocks the fan
+			err := n.sendStage(pctx, peer, ref, fd, -1)
+			close(fd.gone) // the fan feeds it no more
 			results <- err
 		}()
 	}

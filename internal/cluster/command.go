@@ -69,59 +69,106 @@ type User struct {
 	Root      bool   `json:"root,omitempty"`
 }
 
-// An encoded command is its JSON, except for a command carrying an inline
-// object: its bytes then follow the JSON raw instead of inside it as
-// base64, which every node would otherwise scan twice and decode in its
-// (serial) apply:
+// An encoded command is its JSON, except for a put: its object then
+// follows the JSON in meta's record form (meta.AppendObject), the bytes of
+// an inline object raw inside it, so that no node spends its (serial)
+// apply parsing the object's JSON or the bytes' base64:
 //
-//	'{' ... '}'                                  JSON only
-//	withInline | uvarint len(JSON) | JSON | inline bytes
+//	'{' ... '}'                                           JSON only
+//	withInline | uvarint len(JSON) | JSON | inline bytes  (older entries)
+//	withRecord | uvarint len(JSON) | JSON | string bucket | string key | object record
 //
-// No JSON text starts with withInline, so entries written before the
-// second form existed decode as before.
-const withInline = 0x02
+// (string: uvarint length, then the bytes.) The JSON of the last two
+// forms is the command without the object's bytes (withInline) or without
+// the object (withRecord). No JSON text starts with either byte, and
+// entries written in an earlier form decode as before.
+const (
+	withInline = 0x02
+	withRecord = 0x03
+)
 
 func (c *command) encode() []byte {
-	inline := c.Object != nil && len(c.Object.Inline) > 0
-	v := c
-	if inline {
-		cc, obj := *c, *c.Object
-		obj.Inline = nil
-		cc.Object = &obj
-		v = &cc
+	if c.Op != opPutObject || c.Object == nil || !recordable(c.Object) {
+		return c.json()
 	}
-	b, err := json.Marshal(v)
+	cc := *c
+	cc.Object = nil
+	b := cc.json()
+	o := c.Object
+	out := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(b)+len(o.Bucket)+len(o.Key)+160+len(o.Inline))
+	out = append(out, withRecord)
+	out = binary.AppendUvarint(out, uint64(len(b)))
+	out = append(out, b...)
+	out = appendString(out, o.Bucket)
+	out = appendString(out, o.Key)
+	return meta.AppendObject(out, o)
+}
+
+// recordable reports whether o decodes from its record form: a record
+// holds either inline bytes, exactly Size of them, or extents.
+func recordable(o *meta.Object) bool {
+	return o.Inline == nil || (int64(len(o.Inline)) == o.Size && len(o.Extents) == 0)
+}
+
+func (c *command) json() []byte {
+	b, err := json.Marshal(c)
 	if err != nil {
 		panic(fmt.Sprintf("encode command %s: %v", c.Op, err)) // plain structs: cannot fail
 	}
-	if !inline {
-		return b
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+var errBadLength = errors.New("decode command: bad length")
+
+// cut returns the uvarint-length-prefixed bytes at the start of b, and
+// the rest.
+func cut(b []byte) (field, rest []byte, err error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, nil, errBadLength
 	}
-	out := make([]byte, 0, 1+binary.MaxVarintLen64+len(b)+len(c.Object.Inline))
-	out = append(out, withInline)
-	out = binary.AppendUvarint(out, uint64(len(b)))
-	out = append(out, b...)
-	return append(out, c.Object.Inline...)
+	return b[k : k+int(n)], b[k+int(n):], nil
 }
 
 func decodeCommand(b []byte) (*command, error) {
-	var inline []byte
-	if len(b) > 0 && b[0] == withInline {
-		n, k := binary.Uvarint(b[1:])
-		if k <= 0 || n > uint64(len(b)-1-k) {
-			return nil, errors.New("decode command: bad length")
+	var form byte
+	var rest []byte
+	if len(b) > 0 && (b[0] == withInline || b[0] == withRecord) {
+		var err error
+		form = b[0]
+		if b, rest, err = cut(b[1:]); err != nil {
+			return nil, err
 		}
-		b, inline = b[1+k:1+k+int(n)], b[1+k+int(n):]
 	}
 	var c command
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("decode command: %w", err)
 	}
-	if inline != nil {
+	switch form {
+	case withInline:
 		if c.Object == nil {
 			return nil, errors.New("decode command: inline bytes without an object")
 		}
-		c.Object.Inline = bytes.Clone(inline)
+		c.Object.Inline = bytes.Clone(rest)
+	case withRecord:
+		if c.Object != nil {
+			return nil, errors.New("decode command: an object twice")
+		}
+		bucket, rest, err := cut(rest)
+		if err != nil {
+			return nil, err
+		}
+		key, rest, err := cut(rest)
+		if err != nil {
+			return nil, err
+		}
+		if c.Object, err = meta.ReadObject(string(bucket), string(key), rest); err != nil {
+			return nil, fmt.Errorf("decode command: %w", err)
+		}
 	}
 	return &c, nil
 }

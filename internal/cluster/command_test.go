@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -15,25 +16,57 @@ func inlineObject(n int) *meta.Object {
 		Modified: time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC), Inline: bytes.Repeat([]byte{0, '{', 0xff}, n)[:n]}
 }
 
-// TestCommandEncoding: commands survive encode/decode, those with inline
-// bytes in the raw form, and entries written as plain JSON (before the raw
-// form existed) still decode.
+// benchObject is a 4 KiB PUT as an S3 SDK sends it: content type, a
+// checksum, an owner.
+func benchObject() *meta.Object {
+	o := inlineObject(4096)
+	o.Bucket, o.Key = "b3-perf", "b3-bench/20261123-083000/4KiB/c64/000123"
+	o.ETag = `"0f343b0931126a20f133d67c2b018a3b"`
+	o.ContentType = "application/octet-stream"
+	o.ChecksumAlgorithm, o.ChecksumType, o.Checksum = "CRC32", "FULL_OBJECT", "yZRlqg=="
+	o.Owner = "b3perfaccess"
+	return o
+}
+
+// encodeInlineForm encodes c as earlier releases did when it carried
+// inline bytes: withInline, the JSON without them, the bytes raw.
+func encodeInlineForm(c *command) []byte {
+	cc, obj := *c, *c.Object
+	obj.Inline = nil
+	cc.Object = &obj
+	j, _ := json.Marshal(&cc)
+	out := binary.AppendUvarint([]byte{withInline}, uint64(len(j)))
+	return append(append(out, j...), c.Object.Inline...)
+}
+
+// TestCommandEncoding: commands survive encode/decode, puts in the record
+// form, and entries written in the earlier forms (plain JSON; the inline
+// bytes raw after the JSON) still decode.
 func TestCommandEncoding(t *testing.T) {
+	empty := inlineObject(0)
+	empty.Inline = []byte{}
+	settings := inlineObject(10)
+	settings.Versioned, settings.Grants = true, []meta.Grant{{Grantee: "id", Permission: "READ"}}
+	settings.UserMeta, settings.Tags = map[string]string{"a": "1"}, map[string]string{"t": "v"}
 	for _, tc := range []struct {
 		name string
 		c    *command
-		raw  bool // encoded with the bytes after the JSON
+		form byte // the first byte of the encoding
 	}{
-		{"inline object", &command{Op: opPutObject, Object: inlineObject(4096)}, true},
-		{"one inline byte", &command{Op: opPutObject, Object: inlineObject(1)}, true},
-		{"staged object", &command{Op: opPutObject, Object: &meta.Object{Bucket: "b", Key: "k", Size: 1 << 20}, Stage: 9}, false},
-		{"delete", &command{Op: opDeleteObject, Name: "b", Key: "k"}, false},
-		{"expire", &command{Op: opExpire, Name: "b", Key: "k", Version: 3}, false},
+		{"inline object", &command{Op: opPutObject, Object: inlineObject(4096)}, withRecord},
+		{"one inline byte", &command{Op: opPutObject, Object: inlineObject(1)}, withRecord},
+		{"empty object", &command{Op: opPutObject, Object: empty}, withRecord},
+		{"object with settings", &command{Op: opPutObject, Object: settings}, withRecord},
+		{"bench object", &command{Op: opPutObject, Object: benchObject()}, withRecord},
+		{"staged object", &command{Op: opPutObject, Object: &meta.Object{Bucket: "b", Key: "k", Size: 1 << 20}, Stage: 9}, withRecord},
+		{"update", &command{Op: opUpdateObject, Object: &meta.Object{Bucket: "b", Key: "k", Size: 5, Tags: map[string]string{"a": "b"}}}, '{'},
+		{"delete", &command{Op: opDeleteObject, Name: "b", Key: "k"}, '{'},
+		{"expire", &command{Op: opExpire, Name: "b", Key: "k", Version: 3}, '{'},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.c.encode()
-			if raw := b[0] == withInline; raw != tc.raw {
-				t.Fatalf("raw form %v, want %v", raw, tc.raw)
+			if b[0] != tc.form {
+				t.Fatalf("encoded in form %#x, want %#x", b[0], tc.form)
 			}
 			got, err := decodeCommand(b)
 			if err != nil {
@@ -46,29 +79,67 @@ func TestCommandEncoding(t *testing.T) {
 			if got, err = decodeCommand(old); err != nil || !reflect.DeepEqual(got, tc.c) {
 				t.Fatalf("plain JSON decoded to %+v, %v", got, err)
 			}
+			if tc.c.Object != nil && len(tc.c.Object.Inline) > 0 {
+				if got, err = decodeCommand(encodeInlineForm(tc.c)); err != nil || !reflect.DeepEqual(got, tc.c) {
+					t.Fatalf("inline form decoded to %+v, %v", got, err)
+				}
+			}
 		})
 	}
-	for _, bad := range [][]byte{{withInline}, {withInline, 0xff}, {withInline, 50, '{', '}'}, append([]byte{withInline, 2}, "{}x"...)} {
+	// An object the record form cannot hold goes as JSON.
+	odd := &command{Op: opPutObject, Object: inlineObject(3)}
+	odd.Object.Size = 4
+	if b := odd.encode(); b[0] != '{' {
+		t.Fatalf("inline bytes unlike Size encoded in form %#x, want JSON", b[0])
+	}
+	rec := (&command{Op: opPutObject, Object: inlineObject(3)}).encode()
+	for _, bad := range [][]byte{
+		{withInline}, {withInline, 0xff}, {withInline, 50, '{', '}'}, append([]byte{withInline, 2}, "{}x"...),
+		{withRecord}, {withRecord, 2, '{', '}'}, {withRecord, 2, '{', '}', 1, 'b'},
+		rec[:len(rec)-1], append(rec, 0),
+		append(append([]byte{withRecord}, rec[1:len(rec)-len(meta.AppendObject(nil, inlineObject(3)))]...), 9),
+	} {
 		if c, err := decodeCommand(bad); err == nil {
 			t.Fatalf("decodeCommand(%q) = %+v, want an error", bad, c)
 		}
 	}
+	twice, _ := json.Marshal(&command{Op: opPutObject, Object: inlineObject(1)})
+	twice = append(binary.AppendUvarint([]byte{withRecord}, uint64(len(twice))), twice...)
+	twice = append(appendString(appendString(twice, "b"), "k"), meta.AppendObject(nil, inlineObject(1))...)
+	if c, err := decodeCommand(twice); err == nil {
+		t.Fatalf("a command with its object twice decoded to %+v", c)
+	}
 }
 
-// BenchmarkDecodeCommand: what each node's serial apply spends decoding a
-// small PUT's command (4 KiB inline), in the raw form and as plain JSON.
-func BenchmarkDecodeCommand(b *testing.B) {
-	c := &command{Op: opPutObject, Object: inlineObject(4096)}
+// BenchmarkCommand: what each node's serial apply spends decoding a small
+// PUT's command (4 KiB inline, as an S3 SDK sends it), and the leader
+// encoding it, in the record form and the earlier two (the bytes raw
+// after the JSON; plain JSON).
+func BenchmarkCommand(b *testing.B) {
+	c := &command{Op: opPutObject, Object: benchObject()}
 	plain, _ := json.Marshal(c)
 	for _, f := range []struct {
-		name string
-		data []byte
-	}{{"raw", c.encode()}, {"json", plain}} {
-		b.Run(f.name, func(b *testing.B) {
+		name   string
+		encode func() []byte
+	}{
+		{"record", c.encode},
+		{"inline", func() []byte { return encodeInlineForm(c) }},
+		{"json", func() []byte { b, _ := json.Marshal(c); return b }},
+	} {
+		data := f.encode()
+		if f.name == "json" {
+			data = plain
+		}
+		b.Run("decode/"+f.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := decodeCommand(f.data); err != nil {
+				if _, err := decodeCommand(data); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+		b.Run("encode/"+f.name, func(b *testing.B) {
+			for b.Loop() {
+				f.encode()
 			}
 		})
 	}

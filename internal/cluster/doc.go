@@ -40,7 +40,10 @@
 // as for a command whose bytes it missed.
 //
 // Objects up to --inline-max ride inside the command and are kept inline
-// in their record; nothing travels beside the log for them.
+// in their record; nothing travels beside the log for them. Raft hands
+// the fsm the commands committed together; consecutive such puts to one
+// bucket, each of another key, install in one meta batch stamped with the
+// last one's index (fsm.ApplyBatch).
 //
 // # Invariants
 //
@@ -60,7 +63,8 @@
 //   - A peer answers a fetch with "gone" only once it has applied the log
 //     past the command and no longer holds those bytes: a later command
 //     replaced them, and the asker may skip installing them.
-//   - Every store change commits together with its log index; after a
+//   - Every store change commits together with its log index (a batch of
+//     small puts with the last one's: all of them or none); after a
 //     restart commands at or below the stored index are skipped, so none
 //     is applied twice. Those commits do not wait for a sync: the Raft log
 //     holds the commands durably, and a crash that loses a commit loses

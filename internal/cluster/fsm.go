@@ -21,8 +21,8 @@ import (
 // record must never reference bytes the node does not hold.
 //
 // Invariants:
-//   - Commands are applied in log order, one at a time (raft calls Apply
-//     from one goroutine).
+//   - Commands are applied in log order, one batch at a time (raft calls
+//     ApplyBatch from one goroutine).
 //   - Each store change commits with its log index (objstore's stamp);
 //     after a restart raft replays the log from its latest snapshot (or
 //     the start), and every command at or below the stamp found at open
@@ -60,26 +60,111 @@ type applyResult struct {
 	err error
 }
 
-func (f *fsm) Apply(l *raft.Log) any {
-	defer func() {
-		f.applied.Store(l.Index)
-		f.appliedAt.Store(time.Now().UnixNano())
-	}()
-	f.handled.Add(1)
-	if l.Index <= f.skipTo {
-		return applyResult{}
+func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch applies the commands raft committed together (up to
+// MaxAppendEntries), in order. Consecutive puts of small objects (inline,
+// no bytes to wait for) to one bucket, each of another key, commit as one
+// meta batch stamped with the last one's index (objstore.ApplyPutObjects):
+// a crash loses all of them or none, and the log replays what it lost.
+// Configuration entries change nothing here (raft keeps the
+// configuration), as with Apply, which raft never calls for them.
+func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	var group []int // positions in logs of the puts waiting to commit together
+	var cmds []*command
+	flush := func() {
+		f.applyGroup(logs, group, cmds, out)
+		group, cmds = group[:0], cmds[:0]
 	}
-	c, err := decodeCommand(l.Data)
-	if err != nil {
-		// Only this binary writes commands; an undecodable one means a
-		// newer version wrote it. Applying the rest would diverge.
-		panic(fmt.Sprintf("cluster: log entry %d: %v", l.Index, err))
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			flush()
+			continue
+		}
+		f.handled.Add(1)
+		if l.Index <= f.skipTo {
+			flush()
+			out[i] = applyResult{}
+			f.noteApplied(l.Index)
+			continue
+		}
+		c, err := decodeCommand(l.Data)
+		if err != nil {
+			// Only this binary writes commands; an undecodable one means a
+			// newer version wrote it. Applying the rest would diverge.
+			panic(fmt.Sprintf("cluster: log entry %d: %v", l.Index, err))
+		}
+		if groupable(c) {
+			if len(cmds) > 0 && !joins(cmds, c) {
+				flush()
+			}
+			group, cmds = append(group, i), append(cmds, c)
+			continue
+		}
+		flush()
+		if res, ok := f.applyVersioned(c, l.Index); ok {
+			out[i] = res
+		} else {
+			obj, err := f.apply(c, l.Index)
+			out[i] = applyResult{obj: obj, err: err}
+		}
+		f.noteApplied(l.Index)
 	}
-	if res, ok := f.applyVersioned(c, l.Index); ok {
-		return res
+	flush()
+	return out
+}
+
+// groupable: a put of an object held in the command itself.
+func groupable(c *command) bool {
+	return c.Op == opPutObject && c.Stage == 0 && c.Object != nil
+}
+
+// joins reports whether c may commit in one batch with cmds: same bucket,
+// another key.
+func joins(cmds []*command, c *command) bool {
+	if cmds[0].Object.Bucket != c.Object.Bucket {
+		return false
 	}
-	obj, err := f.apply(c, l.Index)
-	return applyResult{obj: obj, err: err}
+	for _, o := range cmds {
+		if o.Object.Key == c.Object.Key {
+			return false
+		}
+	}
+	return true
+}
+
+// applyGroup applies the puts at positions group of logs, one meta batch
+// for all if it can, else one at a time (a failure in one batch undoes
+// them all, and each must get its own answer).
+func (f *fsm) applyGroup(logs []*raft.Log, group []int, cmds []*command, out []any) {
+	if len(group) == 0 {
+		return
+	}
+	last := logs[group[len(group)-1]].Index
+	if len(group) > 1 {
+		objs := make([]*meta.Object, len(cmds))
+		for j, c := range cmds {
+			objs[j] = c.Object
+		}
+		if f.store.ApplyPutObjects(objs, last) == nil {
+			for j, i := range group {
+				out[i] = applyResult{obj: objs[j]}
+			}
+			f.noteApplied(last)
+			return
+		}
+	}
+	for j, i := range group {
+		obj, err := f.apply(cmds[j], logs[i].Index)
+		out[i] = applyResult{obj: obj, err: err}
+		f.noteApplied(logs[i].Index)
+	}
+}
+
+func (f *fsm) noteApplied(index uint64) {
+	f.applied.Store(index)
+	f.appliedAt.Store(time.Now().UnixNano())
 }
 
 func (f *fsm) apply(c *command, index uint64) (*meta.Object, error) {
@@ -253,4 +338,4 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-var _ raft.FSM = (*fsm)(nil)
+var _ raft.BatchingFSM = (*fsm)(nil)

@@ -46,7 +46,7 @@ func (n *Node) lagSince(applied uint64) Lag {
 	start := max(applied+1, head-min(head, lagScanMax-1))
 	for i := start; i <= head; i++ {
 		var l raft.Log
-		if err := n.logs.GetLog(i, &l); err != nil || l.Type != raft.LogCommand {
+		if err := n.entries.GetLog(i, &l); err != nil || l.Type != raft.LogCommand {
 			continue
 		}
 		if lag.Seconds == 0 && !l.AppendedAt.IsZero() {

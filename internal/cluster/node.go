@@ -241,7 +241,12 @@ type Node struct {
 	raft     *raft.Raft
 	fsm      *fsm
 	logs     *logStore
-	users    *userState
+	// entries is logs behind a cache of the latest entries (logCacheSize),
+	// the log store raft and this package read from: the leader reads each
+	// new entry back once per follower to send it, a follower once to
+	// apply it, and both find it in memory.
+	entries raft.LogStore
+	users   *userState
 	// unlock releases the data directory (server.LockDataDir).
 	unlock func()
 	// overrides keeps runtime settings (limits, vacuum) over restarts;
@@ -368,6 +373,7 @@ func open(cfg Config) (_ *Node, err error) {
 		n.store.Close()
 		return nil, err
 	}
+	n.entries, _ = raft.NewLogCache(logCacheSize, n.logs) // (fails only for a capacity <= 0)
 	return n, nil
 }
 
@@ -380,6 +386,11 @@ const (
 	DefaultSnapshotInterval  = 2 * time.Minute
 	DefaultTrailingLogs      = 10240
 )
+
+// logCacheSize is how many of the latest log entries are kept in memory
+// (Node.entries): several batches of MaxAppendEntries, a few MiB of small
+// objects riding in their commands.
+const logCacheSize = 1024
 
 // snapshotTimeoutScale: see startRaft.
 const snapshotTimeoutScale = 256
@@ -418,7 +429,7 @@ func (n *Node) startRaft(mux *portMux) error {
 			n.startPeers = append(n.startPeers, Peer{ID: string(s.ID), Address: string(s.Address)})
 		}
 	}
-	existing, err := raft.HasExistingState(n.logs, n.logs, snaps)
+	existing, err := raft.HasExistingState(n.entries, n.logs, snaps)
 	if err != nil {
 		return err
 	}
@@ -427,11 +438,11 @@ func (n *Node) startRaft(mux *portMux) error {
 		for _, p := range n.cfg.Peers {
 			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Address), Suffrage: raft.Voter})
 		}
-		if err := raft.BootstrapCluster(conf, n.logs, n.logs, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+		if err := raft.BootstrapCluster(conf, n.entries, n.logs, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
 			return fmt.Errorf("bootstrap: %w", err)
 		}
 	}
-	n.raft, err = raft.NewRaft(conf, n.fsm, n.logs, n.logs, snaps, trans)
+	n.raft, err = raft.NewRaft(conf, n.fsm, n.entries, n.logs, snaps, trans)
 	return err
 }
 

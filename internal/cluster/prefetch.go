@@ -69,7 +69,7 @@ func (n *Node) prefetchLoop() {
 		}
 		// applied+1 is the apply's own: it fetches that one itself.
 		next = max(next, applied+2, n.fsm.skipTo+1)
-		last, err := n.logs.LastIndex()
+		last, err := n.entries.LastIndex()
 		if err != nil {
 			continue
 		}
@@ -118,7 +118,7 @@ func (n *Node) prefetchLoop() {
 // size, and whether it is too fresh to fetch.
 func (n *Node) prefetchable(index uint64) (ref bytesRef, size int64, fresh, ok bool) {
 	var l raft.Log
-	if err := n.logs.GetLog(index, &l); err != nil || l.Type != raft.LogCommand {
+	if err := n.entries.GetLog(index, &l); err != nil || l.Type != raft.LogCommand {
 		return ref, 0, false, false
 	}
 	if time.Since(l.AppendedAt) < prefetchFresh {

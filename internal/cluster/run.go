@@ -364,7 +364,7 @@ func (n *Node) info() admin.ClusterMember {
 		EntriesSinceStart: n.fsm.handled.Load(),
 		SnapshotsRestored: n.fsm.restored.Load(),
 	}
-	m.FirstLogIndex, _ = n.logs.FirstIndex()
+	m.FirstLogIndex, _ = n.entries.FirstIndex()
 	m.ClusterID = n.clusterID()
 	m.Suffrage = "voter"
 	for _, p := range n.members() {

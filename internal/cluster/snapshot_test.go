@@ -25,12 +25,12 @@ import (
 
 // replica is one node's store and users, for the snapshot tests.
 type replica struct {
-	t     *testing.T
+	t     testing.TB
 	store *objstore.Store
 	users *userState
 }
 
-func newReplica(t *testing.T) *replica {
+func newReplica(t testing.TB) *replica {
 	t.Helper()
 	dir := t.TempDir()
 	store, err := objstore.Open(objstore.Options{MetaDir: filepath.Join(dir, "meta"), DataDir: filepath.Join(dir, "seg"), Logger: slog.Default()})

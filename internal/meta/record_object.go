@@ -1,5 +1,7 @@
 package meta
 
+import "slices"
+
 // objectFormat is the format version of the object record:
 //
 //	+-----------------------+
@@ -74,8 +76,13 @@ func versionFlags(o *Object) uint64 {
 	return f
 }
 
-func encodeObject(o *Object) []byte {
-	e := encoder{buf: make([]byte, 0, 128+16*len(o.Extents)+48*len(o.Parts)+len(o.Inline))}
+func encodeObject(o *Object) []byte { return AppendObject(nil, o) }
+
+// AppendObject appends o's record, as stored (bucket and key are not in
+// it: they are the pebble key), to dst; ReadObject decodes it. A
+// replicated command carries its object in this form.
+func AppendObject(dst []byte, o *Object) []byte {
+	e := encoder{buf: slices.Grow(dst, 128+16*len(o.Extents)+48*len(o.Parts)+len(o.Inline))}
 	format := byte(objectFormat)
 	flags := versionFlags(o)
 	switch {
@@ -112,6 +119,12 @@ func encodeObject(o *Object) []byte {
 		e.grants(o.Grants)
 	}
 	return e.buf
+}
+
+// ReadObject decodes a record made by AppendObject, with its payload, as
+// the object bucket/key.
+func ReadObject(bucket, key string, record []byte) (*Object, error) {
+	return decodeObject(bucket, key, record, true)
 }
 
 // decodeObject decodes an object record; without withPayload an inline

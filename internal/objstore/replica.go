@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -97,6 +98,64 @@ func (s *Store) ApplyPutObject(obj *meta.Object, stamp uint64) error {
 	return s.withBucket(obj.Bucket, func(b *meta.Bucket) error {
 		obj.Expiry = s.expiryOf(s.rulesOf(b), obj)
 		return s.commitObject(obj, nil, stampBatch(stamp), obj.Modified)
+	})
+}
+
+// ApplyPutObjects is ApplyPutObject for several objects of one bucket,
+// each of another key (consecutive commands of a replica's log), in one
+// meta batch stamped with stamp, the position of the last: one commit
+// instead of one each. It installs all of them or, on an error, none;
+// the caller then applies them one at a time to learn which failed.
+func (s *Store) ApplyPutObjects(objs []*meta.Object, stamp uint64) error {
+	if len(objs) == 0 {
+		return nil
+	}
+	bucket := objs[0].Bucket
+	stripes := make([]int, 0, len(objs))
+	for _, obj := range objs {
+		if obj.Bucket != bucket {
+			return fmt.Errorf("objstore: put objects of buckets %q and %q in one batch", bucket, obj.Bucket)
+		}
+		stripes = append(stripes, s.keyStripe(obj.Bucket, obj.Key))
+	}
+	// The bucket's lock, then each key lock once (keys may share a
+	// stripe) in one order, as ApplyPutObject takes them; any other
+	// writer holds at most one key lock.
+	return s.withBucket(bucket, func(bk *meta.Bucket) error {
+		slices.Sort(stripes)
+		for _, i := range slices.Compact(stripes) {
+			s.keyLocks[i].Lock()
+			defer s.keyLocks[i].Unlock()
+		}
+		rules := s.rulesOf(bk)
+		b := s.meta.NewBatch()
+		defer b.Close()
+		counts := map[uint64]int64{}
+		seen := make(map[string]bool, len(objs))
+		for _, obj := range objs {
+			if seen[obj.Key] {
+				return fmt.Errorf("objstore: key %s/%s twice in one batch", bucket, obj.Key)
+			}
+			seen[obj.Key] = true
+			obj.Expiry = s.expiryOf(rules, obj)
+			cur, err := s.currentObject(obj.Bucket, obj.Key)
+			if err != nil {
+				return err
+			}
+			if err := s.replaceCurrent(b, obj, cur, counts, obj.Modified); err != nil {
+				return err
+			}
+			b.PutObject(obj)
+		}
+		stampIf(b, stamp)
+		if err := b.Commit(); err != nil {
+			return fmt.Errorf("commit %d objects of %s: %w", len(objs), bucket, err)
+		}
+		s.noteDead(counts)
+		for _, obj := range objs {
+			s.invalidate(obj.Bucket, obj.Key)
+		}
+		return nil
 	})
 }
 

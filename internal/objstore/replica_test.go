@@ -142,3 +142,42 @@ func applyPart(ctx context.Context, s *Store, up *meta.Upload, n int, stamp uint
 	defer st.Release()
 	return s.ApplyPutPart("b", "m", &meta.Part{UploadID: up.UploadID, Number: n, Size: st.Size, Extents: st.Extents}, stamp)
 }
+
+// TestApplyPutObjects: several puts of one bucket in one stamped batch
+// install all (replacing what was there) or, refused, none.
+func TestApplyPutObjects(t *testing.T) {
+	s := openStore(t, memOptions(pvfs.NewMem()))
+	modified := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := s.ApplyPutBucket(&meta.Bucket{Name: "b", Owner: "o", Created: modified}, true, 1); err != nil {
+		t.Fatal(err)
+	}
+	put := func(bucket, key string, version uint64, data string) *meta.Object {
+		return &meta.Object{Bucket: bucket, Key: key, Version: version, Modified: modified, Inline: []byte(data), Size: int64(len(data))}
+	}
+	if err := s.ApplyPutObject(put("b", "x", 2, "old"), 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApplyPutObjects([]*meta.Object{put("b", "x", 3, "new x"), put("b", "y", 4, "y")}, 4); err != nil {
+		t.Fatal(err)
+	}
+	for _, refused := range [][]*meta.Object{
+		{put("b", "z", 5, "z"), put("b", "z", 6, "z again")},
+		{put("b", "z", 5, "z"), put("other", "z", 6, "z")},
+		{put("missing", "z", 5, "z"), put("missing", "w", 6, "w")},
+	} {
+		if err := s.ApplyPutObjects(refused, 6); err == nil {
+			t.Fatalf("ApplyPutObjects(%s/%s, %s/%s) succeeded", refused[0].Bucket, refused[0].Key, refused[1].Bucket, refused[1].Key)
+		}
+	}
+	for key, want := range map[string]string{"x": "new x", "y": "y"} {
+		if got := readObject(t, s, "b", key); string(got) != want {
+			t.Errorf("b/%s = %q, want %q", key, got, want)
+		}
+	}
+	if _, err := s.HeadObject("b", "z"); !errors.Is(err, ErrNoSuchKey) {
+		t.Errorf("b/z of a refused batch: %v, want NoSuchKey", err)
+	}
+	if n, _ := s.Applied(); n != 4 {
+		t.Errorf("Applied = %d, want 4", n)
+	}
+}

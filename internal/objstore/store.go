@@ -252,14 +252,19 @@ func splitOwnerKey(k []byte) (bucket, key string, ok bool) {
 
 // lockKey takes the lock that serialises every change of one key's records.
 func (s *Store) lockKey(bucket, key string) func() {
+	m := &s.keyLocks[s.keyStripe(bucket, key)]
+	m.Lock()
+	return m.Unlock
+}
+
+// keyStripe is the index of the key's lock in keyLocks.
+func (s *Store) keyStripe(bucket, key string) int {
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	h.WriteString(bucket)
 	h.WriteByte(0)
 	h.WriteString(key)
-	m := &s.keyLocks[h.Sum64()%uint64(len(s.keyLocks))]
-	m.Lock()
-	return m.Unlock
+	return int(h.Sum64() % uint64(len(s.keyLocks)))
 }
 
 func (s *Store) bucketMutex(bucket string) *sync.RWMutex {

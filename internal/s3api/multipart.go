@@ -39,16 +39,11 @@ func (s *Server) createUpload(rq *request) error {
 	// A lock asked for here is checked now and kept in the upload for the
 	// completed object; without one, the object gets the bucket's default
 	// retention when it completes (its creation).
-	if hasLockHeaders(rq.Header) {
-		lock, err := lockFromHeaders(rq)
-		if err != nil {
-			return err
-		}
-		if rq.Header.Get("x-amz-object-lock-mode") != "" {
-			up.LockMode, up.RetainUntil = lock.Mode, lock.Until
-		}
-		up.LegalHold = lock.Hold
+	lock, err := requestedLock(rq)
+	if err != nil {
+		return err
 	}
+	up.LockMode, up.RetainUntil, up.LegalHold = lock.Mode, lock.Until, lock.Hold
 	attrsOfObject(obj).toUpload(up)
 	if name := rq.Header.Get(checksum.HeaderAlgorithm); name != "" {
 		alg, ok := checksum.ParseAlgorithm(name)
@@ -259,10 +254,7 @@ func (s *Server) completeUpload(rq *request) error {
 		if err := declared.Verify(alg, typ, obj.Checksum); err != nil {
 			return nil, err
 		}
-		obj.LockMode, obj.RetainUntil, obj.LegalHold = up.LockMode, up.RetainUntil, up.LegalHold
-		if up.LockMode == "" {
-			obj.LockMode, obj.RetainUntil = defaultRetentionOf(rq.bucketRec, time.Now())
-		}
+		objectLock{Mode: up.LockMode, Until: up.RetainUntil, Hold: up.LegalHold}.orDefault(rq.bucketRec, time.Now()).applyTo(obj)
 		return obj, nil
 	}
 	obj, err := s.store.CompleteUpload(rq.bucket, rq.key, rq.query.Get("uploadId"), numbers, build, precondition)

@@ -128,14 +128,23 @@ type objectLock struct {
 	Hold  bool
 }
 
-// lockFromHeaders reads the x-amz-object-lock-* headers of a write; a
-// write without a retention of its own gets the bucket's default one.
+// lockFromHeaders is the lock of a write: what its headers ask for, and
+// the bucket's default retention if they ask for none.
 func lockFromHeaders(rq *request) (objectLock, error) {
+	l, err := requestedLock(rq)
+	if err != nil {
+		return l, err
+	}
+	return l.orDefault(rq.bucketRec, time.Now()), nil
+}
+
+// requestedLock reads the x-amz-object-lock-* headers of a write: the
+// lock they ask for, with an empty Mode when they ask for no retention.
+func requestedLock(rq *request) (objectLock, error) {
 	var l objectLock
 	h := rq.Header
 	mode, until, hold := h.Get("x-amz-object-lock-mode"), h.Get("x-amz-object-lock-retain-until-date"), h.Get("x-amz-object-lock-legal-hold")
-	if !hasLockHeaders(h) {
-		l.Mode, l.Until = defaultRetentionOf(rq.bucketRec, time.Now())
+	if mode == "" && until == "" && hold == "" {
 		return l, nil
 	}
 	if !rq.bucketRec.ObjectLock {
@@ -152,7 +161,6 @@ func lockFromHeaders(rq *request) (objectLock, error) {
 		return l, errInvalidArgument.withMessage("x-amz-object-lock-retain-until-date and x-amz-object-lock-mode must both be supplied")
 	}
 	if mode == "" {
-		l.Mode, l.Until = defaultRetentionOf(rq.bucketRec, time.Now())
 		return l, nil
 	}
 	t, err := parseRetainUntil(mode, until)
@@ -163,9 +171,13 @@ func lockFromHeaders(rq *request) (objectLock, error) {
 	return l, nil
 }
 
-// hasLockHeaders reports whether a write names a lock of its own.
-func hasLockHeaders(h http.Header) bool {
-	return h.Get("x-amz-object-lock-mode") != "" || h.Get("x-amz-object-lock-retain-until-date") != "" || h.Get("x-amz-object-lock-legal-hold") != ""
+// orDefault gives a lock without a retention of its own the bucket's
+// default retention, counted from now.
+func (l objectLock) orDefault(bk *meta.Bucket, now time.Time) objectLock {
+	if l.Mode == "" {
+		l.Mode, l.Until = defaultRetentionOf(bk, now)
+	}
+	return l
 }
 
 // applyTo sets obj's lock.

@@ -78,7 +78,9 @@ func TestClusterVersioningMatchesModel(t *testing.T) {
 	}
 	c.Kill(leader)
 	others := slices.DeleteFunc(slices.Clone(all), func(i int) bool { return i == leader })
-	waitWrites(ctx, t, cl[others[0]])
+	for _, i := range others { // each survivor has learned the new leader
+		waitWrites(ctx, t, cl[i])
+	}
 	history(40, others)
 	if err := c.Start(leader); err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ func Open(opts Options) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.active = w
+		s.setActive(w)
 		synced = position{1, 0}
 	} else {
 		for _, id := range ids[:len(ids)-1] {
@@ -74,7 +74,7 @@ func Open(opts Options) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.active = w
+		s.setActive(w)
 		s.segments[last] = &segment{id: last, writer: w}
 		synced = position{last, w.end.Load()}
 	}

@@ -79,6 +79,11 @@ type Store struct {
 	// reading from an appender's io.Reader.
 	mu     sync.Mutex
 	active *segWriter
+	// activeID is active's ID, published after the switch (setActive):
+	// a rollover seals the old segment before it creates the next, and in
+	// between Segments shows no active one, while activeID still holds
+	// the old ID. It is never above the segment the next record goes to.
+	activeID atomic.Uint64
 
 	segMu      sync.Mutex
 	segments   map[uint64]*segment
@@ -484,7 +489,8 @@ func (s *Store) RemoveSegment(id uint64) error {
 }
 
 // Segments lists the segments not removed, in ID order; the last one is
-// the active segment.
+// the active segment, except during a rollover, when the segment just
+// sealed is the last and none is active (see ActiveSegment).
 func (s *Store) Segments() []SegmentInfo {
 	s.segMu.Lock()
 	out := make([]SegmentInfo, 0, len(s.segments))
@@ -509,6 +515,19 @@ func (s *Store) Segments() []SegmentInfo {
 		return 0
 	})
 	return out
+}
+
+// ActiveSegment returns the ID of the segment appends go to, or, while a
+// rollover creates the next segment, of the one it just sealed. Every
+// record appended after ActiveSegment returns lies in that segment or a
+// later one.
+func (s *Store) ActiveSegment() uint64 { return s.activeID.Load() }
+
+// setActive makes w the segment appends go to. Called with s.mu held (or
+// by Open, before the store is shared).
+func (s *Store) setActive(w *segWriter) {
+	s.active = w
+	s.activeID.Store(w.id)
 }
 
 // Close flushes and fsyncs the active segment, waits for in-flight Appends

@@ -334,7 +334,7 @@ func (s *Store) rolloverLocked() (*segWriter, error) {
 		s.setFailed(err)
 		return nil, err
 	}
-	s.active = w
+	s.setActive(w)
 	return w, nil
 }
 

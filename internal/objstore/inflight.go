@@ -7,8 +7,9 @@ import "sync"
 // may still reference, so it only touches segments below floor().
 //
 // Invariant: a write registers before its first record is appended, with
-// the segment that was active at registration; segment IDs only grow, so
-// all of its records lie in that segment or later ones.
+// the segment that was active at registration (or, mid-rollover, the one
+// just sealed: blob.Store.ActiveSegment); segment IDs only grow, so all
+// of its records lie in that segment or later ones.
 type inflightWrites struct {
 	mu     sync.Mutex
 	nextID uint64

@@ -358,11 +358,8 @@ func (s *Store) SetCacheSize(maxBytes int64) bool {
 	return s.cache != nil
 }
 
-func (s *Store) activeSegment() uint64 {
-	for _, seg := range s.blob.Segments() {
-		if seg.Active {
-			return seg.ID
-		}
-	}
-	return 0
-}
+// activeSegment is the segment a write starting now appends to first, or
+// one before it (blob.Store.ActiveSegment): never 0, not even while a
+// rollover has sealed one segment and not yet created the next, which
+// would hold every segment back from vacuum for a whole write.
+func (s *Store) activeSegment() uint64 { return s.blob.ActiveSegment() }

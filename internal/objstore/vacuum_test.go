@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,4 +244,109 @@ func TestVacuumKeepsObjectsContiguous(t *testing.T) {
 			t.Fatalf("object %d after vacuum: %v", i, err)
 		}
 	}
+}
+
+// TestVacuumDuringRollover: a rollover seals the active segment before it
+// creates the next one (a file create and a directory sync, slow on a
+// busy disk). Neither a pass that picks its candidates in that window nor
+// one that runs while a write that started in it is still in flight may
+// take the missing active segment for segment 0 and so hold every
+// segment back.
+func TestVacuumDuringRollover(t *testing.T) {
+	opts := memOptions(vfs.NewCrashableMem())
+	gate := &createGate{FS: opts.FS}
+	opts.FS = gate
+	s := openStore(t, opts)
+	defer s.Close()
+	ensureBucket(t, s, "b")
+	ctx := context.Background()
+	for i := range 24 {
+		put(t, s, "b", fmt.Sprint(i), value("r", i, 10<<10))
+	}
+	for i := range 24 {
+		if i%3 != 0 {
+			if _, err := s.DeleteObject("b", fmt.Sprint(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(s.vacuumCandidates(0.3)) == 0 {
+		t.Fatal("no candidate before the rollover: the test exercises nothing")
+	}
+
+	// A write that fills the active segment stops in the next one's create.
+	entered, release := gate.holdNext()
+	rolled := make(chan error, 1)
+	go func() {
+		_, err := s.PutObject(ctx, PutInput{Bucket: "b", Key: "roll", Body: bytes.NewReader(value("roll", 0, 64<<10))})
+		rolled <- err
+	}()
+	<-entered
+	if got := s.vacuumCandidates(0.3); len(got) == 0 {
+		t.Error("mid-rollover: vacuum finds no candidate segment")
+	}
+
+	// Another write starts in the window and stays in flight, reading its
+	// body: the second Write returns once the body is read past the part
+	// the inline check takes, that is once the write is registered.
+	body, feed := io.Pipe()
+	slow := make(chan error, 1)
+	go func() {
+		_, err := s.PutObject(ctx, PutInput{Bucket: "b", Key: "slow", Body: body})
+		slow <- err
+	}()
+	if _, err := feed.Write(make([]byte, opts.InlineMax+1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := feed.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-rolled; err != nil {
+		t.Fatal(err)
+	}
+	if got := s.vacuumCandidates(0.3); len(got) == 0 {
+		t.Error("a write started mid-rollover holds every segment back from vacuum")
+	}
+	res, err := s.Vacuum(ctx, 0.3)
+	if err != nil || res.SegmentsRemoved == 0 {
+		t.Errorf("pass with that write in flight: %+v %v, want segments removed", res, err)
+	}
+	feed.Close()
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 24; i += 3 {
+		if got, err := read(s, "b", fmt.Sprint(i)); err != nil || !bytes.Equal(got, value("r", i, 10<<10)) {
+			t.Fatalf("object %d after vacuum: %v", i, err)
+		}
+	}
+}
+
+// createGate holds the next segment file's creation until released.
+type createGate struct {
+	vfs.FS
+	mu               sync.Mutex
+	entered, release chan struct{}
+}
+
+func (g *createGate) holdNext() (entered, release chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.entered, g.release = make(chan struct{}), make(chan struct{})
+	return g.entered, g.release
+}
+
+func (g *createGate) Create(name string, direct bool) (vfs.File, bool, error) {
+	if strings.HasSuffix(name, ".seg") {
+		g.mu.Lock()
+		entered, release := g.entered, g.release
+		g.entered, g.release = nil, nil
+		g.mu.Unlock()
+		if entered != nil {
+			close(entered)
+			<-release
+		}
+	}
+	return g.FS.Create(name, direct)
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +23,11 @@ import (
 // pacer's own work counter: work <= min*elapsed + one burst), the admin
 // status and /metrics say so and why, and once the clients stop the pace
 // returns to full speed and the pass finishes.
+//
+// Besides two writers, one upload stays open (its body not sent) for the
+// whole load: the clients are then busy in every pacer interval however
+// the machine schedules the writers, so the rate cannot rise between two
+// of their requests and the bound holds exactly.
 func TestVacuumPacedByClients(t *testing.T) {
 	const minRate = 1 << 20
 	n := startNode(t, Config{Sync: blob.SyncNone, SegmentSize: 256 << 10, VacuumThreshold: 0.3,
@@ -45,9 +52,34 @@ func TestVacuumPacedByClients(t *testing.T) {
 		}
 	}
 
-	// Two clients writing back to back: busy all the time.
+	// Two clients writing back to back, and an upload held open.
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	held, err := s3.NewPresignClient(c).PresignPutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String("held")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() {
+		// Nothing is written to feed: the body ends, in error, with the load.
+		body, feed := io.Pipe()
+		stop := context.AfterFunc(loadCtx, func() { feed.CloseWithError(loadCtx.Err()) })
+		defer stop()
+		req, err := http.NewRequestWithContext(loadCtx, held.Method, held.URL, body)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		req.Header = held.SignedHeader.Clone()
+		req.ContentLength = 1 << 20
+		resp, err := http.DefaultClient.Do(req)
+		switch {
+		case err == nil:
+			resp.Body.Close()
+			t.Errorf("the held upload ended before the load stopped: %s", resp.Status)
+		case loadCtx.Err() == nil:
+			t.Errorf("the held upload ended before the load stopped: %v", err)
+		}
+	})
 	for w := range 2 {
 		wg.Go(func() {
 			for i := 0; loadCtx.Err() == nil; i++ {
@@ -76,7 +108,10 @@ func TestVacuumPacedByClients(t *testing.T) {
 	if err := n.admin.VacuumStart(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Once the pass has been granted work, let it run under the load for
+	// a while.
+	waitWork(t, n, busy.Work)
+	time.Sleep(time.Until(start.Add(1500 * time.Millisecond)))
 	vs, err := n.admin.VacuumStatus(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -118,4 +153,23 @@ func waitPace(t *testing.T, n *node, what string, cond func(iolimit.PaceStatus) 
 	}
 	t.Fatalf("%s: pace never got there: %+v", what, vs.Pace)
 	return iolimit.PaceStatus{}
+}
+
+// waitWork polls the admin vacuum status until the pacer has granted more
+// background work than before; a pass that ends without any fails.
+func waitWork(t *testing.T, n *node, before int64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		vs, err := n.admin.VacuumStatus(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vs.Pace.Work > before {
+			return
+		}
+		if !vs.Running && !vs.LastPass.IsZero() {
+			t.Fatalf("the vacuum pass ended without background work: %+v", vs)
+		}
+	}
+	t.Fatal("the vacuum pass got no background work in 30s")
 }

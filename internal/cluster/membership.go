@@ -29,7 +29,8 @@ import (
 //	              snapshot and then the log, and fetches the bytes the
 //	              records name, as background I/O (snapshot.go). The
 //	              leader promotes it to voter (AddVoter) once it has
-//	              applied the log to within promoteLag entries.
+//	              applied the log to within promoteLag entries and holds
+//	              the bytes of every record it restored (fill.go).
 //	remove n2     raft RemoveServer. The removed node, once it sees a
 //	              configuration without itself, records that in its
 //	              cluster.json, answers S3 requests with 503 saying why, and
@@ -299,7 +300,7 @@ func (n *Node) promote(s raft.Server) {
 	ctx, cancel := context.WithTimeout(n.closing, 2*time.Second)
 	defer cancel()
 	info, err := n.peerInfo(ctx, string(s.Address))
-	if err != nil || info.AppliedIndex+promoteLag < n.fsm.applied.Load() {
+	if err != nil || info.AppliedIndex+promoteLag < n.fsm.applied.Load() || info.FillPending {
 		return
 	}
 	if err := n.raft.AddVoter(s.ID, s.Address, 0, applyTimeout).Error(); err != nil {

@@ -368,7 +368,8 @@ func open(cfg Config) (_ *Node, err error) {
 		n.store.Close()
 		return nil, err
 	}
-	n.fsm = &fsm{node: n, closing: n.closing, fetch: n.fetch, store: n.store, users: n.users, log: cfg.Logger, skipTo: applied}
+	n.fsm = &fsm{node: n, store: n.store, users: n.users, log: cfg.Logger, skipTo: applied}
+	n.fsm.fill = newFiller(n.store, n.fetch, n.fsm.applied.Load, cfg.Root, cfg.Logger)
 	if n.logs, err = openLogStore(filepath.Join(cfg.Root, "raft"), cfg.Logger); err != nil {
 		n.store.Close()
 		return nil, err
@@ -392,9 +393,6 @@ const (
 // objects riding in their commands.
 const logCacheSize = 1024
 
-// snapshotTimeoutScale: see startRaft.
-const snapshotTimeoutScale = 256
-
 func (n *Node) raftConfig() *raft.Config {
 	conf := raft.DefaultConfig()
 	conf.LocalID = raft.ServerID(n.cfg.ID)
@@ -412,16 +410,12 @@ func (n *Node) startRaft(mux *portMux) error {
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: raftLayer{mux.raft, n.secret}, MaxPool: 8, Timeout: 10 * time.Second, Logger: conf.Logger,
 	})
-	// A follower answers InstallSnapshot once it has restored it, having
-	// fetched the bytes its records name: the leader's wait scales with
-	// the snapshot, 10 s per 256 bytes of it (about one object record).
-	trans.TimeoutScale = snapshotTimeoutScale
 	snaps, err := openSnapshotStore(n.cfg.Root, conf.Logger)
 	if err != nil {
 		return err
 	}
 	// Raft restores its latest snapshot inside NewRaft; a store behind it
-	// fetches bytes from the members that snapshot names.
+	// fetches bytes (fill.go) from the members that snapshot names.
 	n.startPeers = n.cfg.Peers
 	if list, err := snaps.List(); err == nil && len(list) > 0 {
 		n.startPeers = nil

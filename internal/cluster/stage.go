@@ -253,13 +253,15 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 	ctx := iolimit.WithPriority(r.Context(), iolimit.Background)
 	var body io.ReadCloser
 	var size int64
+	hollow := false // restored without its bytes: not here yet (fill.go)
 	switch st := n.stages.peek(ref.Stage); {
 	case ref.Stage != 0 && st != nil:
 		size = st.Size
 		body, err = n.store.ReadExtents(ctx, ref.Bucket, ref.Key, ref.Version, st.Extents, st.Size)
 	case ref.UploadID != "":
 		part, perr := n.store.Meta().GetPart(ref.UploadID, ref.Part)
-		if perr == nil {
+		hollow = perr == nil && objstore.HollowPart(part)
+		if perr == nil && !hollow {
 			size = part.Size
 			body, err = n.store.ReadExtents(ctx, ref.Bucket, ref.Key, ref.Version, part.Extents, part.Size)
 		}
@@ -269,7 +271,8 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 			// Noncurrent now, in a bucket with versioning.
 			obj, oerr = n.store.Meta().GetVersion(ref.Bucket, ref.Key, ref.Version)
 		}
-		if oerr == nil && !obj.DeleteMarker {
+		hollow = oerr == nil && objstore.Hollow(obj)
+		if oerr == nil && !obj.DeleteMarker && !hollow {
 			size = obj.Size
 			if obj.Inline != nil {
 				body = io.NopCloser(bytes.NewReader(obj.Inline))
@@ -283,7 +286,7 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body == nil {
-		if n.fsm.applied.Load() >= ref.Index {
+		if n.fsm.applied.Load() >= ref.Index && !hollow {
 			http.Error(w, "gone", http.StatusGone)
 		} else {
 			http.Error(w, "not yet", http.StatusNotFound)

@@ -367,14 +367,15 @@ func (s *Store) ApplyPutPart(bucket, key string, part *meta.Part, stamp uint64) 
 	return nil
 }
 
-// HasParts reports whether every listed part of the upload is stored.
+// HasParts reports whether every listed part of the upload is stored with
+// its bytes (none is hollow, see FillPart).
 func (s *Store) HasParts(uploadID string, numbers []int) (bool, error) {
 	all, err := s.allParts(uploadID)
 	if err != nil {
 		return false, err
 	}
 	for _, n := range numbers {
-		if all[n] == nil {
+		if all[n] == nil || HollowPart(all[n]) {
 			return false, nil
 		}
 	}

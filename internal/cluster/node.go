@@ -199,7 +199,7 @@ func checkIdentity(cfg Config) (identity, error) {
 			return want, fmt.Errorf("data directory %s belongs to node %q, not %q: start it with --id %s, or give this node its own directory", cfg.Root, have.NodeID, want.NodeID, have.NodeID)
 		}
 		if have.Removed != "" {
-			return want, fmt.Errorf("node %s was removed from its cluster (%s): its data directory %s is not served again; to add this machine back, start it with an empty --data and --join, then b3 admin cluster add", cfg.ID, have.Removed, cfg.Root)
+			return want, removedError(cfg, have.Removed)
 		}
 		if !cfg.Join && have.ClusterID != want.ClusterID {
 			return want, fmt.Errorf("data directory %s belongs to another cluster (id %s; these --peers make %s): start it with the --peers it was created with (or --join, if it was added with b3 admin cluster add)", cfg.Root, have.ClusterID, want.ClusterID)
@@ -219,6 +219,11 @@ func checkIdentity(cfg Config) (identity, error) {
 		return want, err
 	}
 	return want, writeIdentity(cfg.Root, want)
+}
+
+// removedError is why a removed node does not start.
+func removedError(cfg Config, why string) error {
+	return fmt.Errorf("node %s was removed from its cluster (%s): its data directory %s is not served again; to add this machine back, start it with an empty --data and --join, then b3 admin cluster add", cfg.ID, why, cfg.Root)
 }
 
 func writeIdentity(root string, id identity) error {
@@ -426,6 +431,13 @@ func (n *Node) startRaft(mux *portMux) error {
 	existing, err := raft.HasExistingState(n.entries, n.logs, snaps)
 	if err != nil {
 		return err
+	}
+	if existing {
+		// Removed while it was down? Asked before raft runs, so that a
+		// removed node never campaigns.
+		if err := n.checkMembership(); err != nil {
+			return err
+		}
 	}
 	if !existing && !n.cfg.Join {
 		var servers []raft.Server

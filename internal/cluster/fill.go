@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/server"
@@ -175,6 +176,9 @@ func (fl *filler) pass(ctx context.Context) (left int, err error) {
 	var gone atomic.Int64
 	fill := func(ref bytesRef, install func(*objstore.Staged) (bool, error)) error {
 		return g.run(func() error {
+			if !fl.hollow(ref) {
+				return nil // filled (by a read) or replaced since the view
+			}
 			st, err := fl.fetch(ctx, ref)
 			if errors.Is(err, errGone) {
 				gone.Add(1)
@@ -264,10 +268,40 @@ func (s *Store) filled(ctx context.Context, open func() (*meta.Object, io.ReadCl
 	}
 }
 
+// hollow reports whether the record ref names is still hollow (true on
+// an error: the fetch and the fill find out).
+func (fl *filler) hollow(ref bytesRef) bool {
+	db := fl.store.Meta()
+	if ref.UploadID != "" {
+		p, err := db.GetPart(ref.UploadID, ref.Part)
+		return err != nil && !errors.Is(err, meta.ErrNotFound) || err == nil && objstore.HollowPart(p)
+	}
+	o, err := db.GetObject(ref.Bucket, ref.Key)
+	if err == nil && o.Version == ref.Version {
+		return objstore.Hollow(o)
+	}
+	o, err = db.GetVersion(ref.Bucket, ref.Key, ref.Version)
+	return err != nil && !errors.Is(err, meta.ErrNotFound) || err == nil && objstore.Hollow(o)
+}
+
+// clientFetch marks a fetch's context: a client's read waits for it.
+type clientFetch struct{}
+
+// fetchPriority is the I/O class of a fetch on both nodes: background
+// (catch-up, fills), or foreground for a fetch a client's read waits for.
+func fetchPriority(ctx context.Context) iolimit.Priority {
+	if ctx.Value(clientFetch{}) != nil {
+		return iolimit.Foreground
+	}
+	return iolimit.Background
+}
+
 // fillNow fills the hollow record obj before a read serves it (on the
 // leader, which has applied every committed command: the bytes are on
-// the peers that applied obj and are not gone).
+// the peers that applied obj and are not gone). The fetch is a client's
+// I/O on both nodes, not background work: the client waits for it.
 func (n *Node) fillNow(ctx context.Context, obj *meta.Object) error {
+	ctx = context.WithValue(ctx, clientFetch{}, true)
 	st, err := n.fetch(ctx, bytesRef{Bucket: obj.Bucket, Key: obj.Key, Version: obj.Version, Index: n.fsm.applied.Load()})
 	if err != nil {
 		return fmt.Errorf("%w: fetch the bytes of %s/%s, restored without them: %v", errNoQuorum, obj.Bucket, obj.Key, err)

@@ -176,7 +176,7 @@ func (s *stages) discardAll() {
 //
 //	PUT /_b3/v1/stage?stage=&bucket=&key=&version=   body: the bytes
 //	    The leader pushes bytes; 200 once they are synced here.
-//	GET /_b3/v1/bytes?stage=&bucket=&key=&version=&upload=&part=&index=
+//	GET /_b3/v1/bytes?stage=&bucket=&key=&version=&upload=&part=&index=[&client=1]
 //	    A replica that missed bytes asks for them: 200 with the bytes,
 //	    410 Gone if this node applied the log past index and no longer holds
 //	    them (a later command replaced them: the asker may skip them),
@@ -250,7 +250,11 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad bytes request", http.StatusBadRequest)
 		return
 	}
-	ctx := iolimit.WithPriority(r.Context(), iolimit.Background)
+	prio := iolimit.Background
+	if r.URL.Query().Get("client") == "1" {
+		prio = iolimit.Foreground // a read waits for these bytes (fill.go)
+	}
+	ctx := iolimit.WithPriority(r.Context(), prio)
 	var body io.ReadCloser
 	var size int64
 	hollow := false // restored without its bytes: not here yet (fill.go)
@@ -331,7 +335,11 @@ func (n *Node) fetch(ctx context.Context, ref bytesRef) (*objstore.Staged, error
 // fetchFrom gets the bytes of ref from peer, counting what arrives into e
 // (if not nil: a prefetch an apply may be waiting for).
 func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef, e *stageEntry) (*objstore.Staged, error) {
-	u := "http://" + peer + "/_b3/v1/bytes?" + refQuery(ref).Encode()
+	q, prio := refQuery(ref), fetchPriority(ctx)
+	if prio == iolimit.Foreground {
+		q.Set("client", "1") // a client waits: the peer reads as for one
+	}
+	u := "http://" + peer + "/_b3/v1/bytes?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -348,7 +356,7 @@ func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef, e *stag
 	default:
 		return nil, fmt.Errorf("peer %s: %s", peer, resp.Status)
 	}
-	bg := iolimit.WithPriority(ctx, iolimit.Background)
+	bg := iolimit.WithPriority(ctx, prio)
 	var body io.Reader = resp.Body
 	if e != nil {
 		body = countingReader{body, e}

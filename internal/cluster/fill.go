@@ -85,6 +85,11 @@ type filler struct {
 	kicked  chan struct{}
 	pending atomic.Bool // the mark exists
 	fetched atomic.Int64
+	// mu orders mark and done: gen counts the marks, and a pass removes
+	// the mark only if no restore marked it again since the pass began
+	// (its view may predate that restore's hollow records).
+	mu  sync.Mutex
+	gen uint64
 }
 
 func newFiller(store *objstore.Store, fetch fetchFunc, index func() uint64, root string, log *slog.Logger) *filler {
@@ -101,6 +106,9 @@ func newFiller(store *objstore.Store, fetch fetchFunc, index func() uint64, root
 
 // mark records, synced, that records may be hollow.
 func (fl *filler) mark() error {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	fl.gen++
 	fl.pending.Store(true)
 	if fl.markPath == "" {
 		return nil
@@ -129,7 +137,7 @@ func (fl *filler) run(ctx context.Context) {
 		case <-fl.kicked:
 		}
 		for fl.pending.Load() {
-			start, before := time.Now(), fl.fetched.Load()
+			start, before, gen := time.Now(), fl.fetched.Load(), fl.generation()
 			left, err := fl.pass(ctx)
 			if ctx.Err() != nil {
 				return
@@ -138,9 +146,12 @@ func (fl *filler) run(ctx context.Context) {
 			case err != nil:
 				fl.log.Warn("fill restored records", "err", err)
 			case left == 0:
-				if err := fl.done(); err != nil {
-					fl.log.Warn("fill restored records", "err", err)
-					break
+				if ok, err := fl.done(gen); err != nil || !ok {
+					if err != nil {
+						fl.log.Warn("fill restored records", "err", err)
+						break
+					}
+					continue // restored again meanwhile: another pass
 				}
 				fl.log.Info("snapshot: every restored record has its bytes", "fetched_bytes", fl.fetched.Load()-before, "took", time.Since(start).Round(time.Millisecond))
 				continue
@@ -156,15 +167,27 @@ func (fl *filler) run(ctx context.Context) {
 	}
 }
 
-// done removes the mark: no record is hollow.
-func (fl *filler) done() error {
+func (fl *filler) generation() uint64 {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.gen
+}
+
+// done removes the mark after a pass, begun at generation gen, found no
+// record hollow; ok false (nothing removed) if a restore marked it since.
+func (fl *filler) done(gen uint64) (ok bool, err error) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.gen != gen {
+		return false, nil
+	}
 	if fl.markPath != "" {
 		if err := os.Remove(fl.markPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return false, err
 		}
 	}
 	fl.pending.Store(false)
-	return nil
+	return true, nil
 }
 
 // pass fetches and fills the bytes of every hollow record it finds (in one

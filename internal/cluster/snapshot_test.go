@@ -221,7 +221,7 @@ func (r *replica) fill(src *replica, wrap func(fetchFunc) fetchFunc) (fetched in
 	fl := r.filler(src, wrap)
 	left, err = fl.pass(context.Background())
 	if err == nil && left == 0 {
-		err = fl.done()
+		_, err = fl.done(fl.generation())
 	}
 	return fl.fetched.Load(), left, err
 }
@@ -613,5 +613,26 @@ func TestSnapshotRestoreFetchesInParallel(t *testing.T) {
 		if _, err := dst.store.Meta().GetPart(up, n); err != nil {
 			t.Fatalf("part %d: %v", n, err)
 		}
+	}
+}
+
+// TestFillMarkKeptForALaterRestore: a pass that began before another
+// restore marked the fill again does not remove the mark (its view may
+// predate that restore's hollow records); the next pass does.
+func TestFillMarkKeptForALaterRestore(t *testing.T) {
+	r := newReplica(t)
+	fl := r.filler(nil, nil)
+	if err := fl.mark(); err != nil {
+		t.Fatal(err)
+	}
+	began := fl.generation()
+	if err := fl.mark(); err != nil { // a second restore, during the pass
+		t.Fatal(err)
+	}
+	if ok, err := fl.done(began); err != nil || ok || !r.fillMarked() || !fl.pending.Load() {
+		t.Fatalf("a pass older than the last restore removed the mark: %v, %v", ok, err)
+	}
+	if ok, err := fl.done(fl.generation()); err != nil || !ok || r.fillMarked() || fl.pending.Load() {
+		t.Fatalf("a pass after the last restore kept the mark: %v, %v", ok, err)
 	}
 }

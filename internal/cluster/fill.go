@@ -196,7 +196,7 @@ func (fl *filler) pass(ctx context.Context) (left int, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g := newFetchGroup(cancel, restoreParallel)
-	var gone atomic.Int64
+	var gone atomic.Int64 // records left hollow
 	fill := func(ref bytesRef, install func(*objstore.Staged) (bool, error)) error {
 		return g.run(func() error {
 			if !fl.hollow(ref) {
@@ -213,6 +213,9 @@ func (fl *filler) pass(ctx context.Context) (left int, err error) {
 			filled, err := install(st)
 			if err != nil || !filled {
 				st.Discard() // replaced meanwhile, or another fill was first
+				if err == nil && fl.hollow(ref) {
+					gone.Add(1) // still hollow (bytes of another size?): left
+				}
 				return err
 			}
 			st.Release()

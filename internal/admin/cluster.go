@@ -50,6 +50,10 @@ type ClusterMember struct {
 	// counts snapshots it installed from the leader.
 	EntriesSinceStart uint64 `json:"entries_since_start"`
 	SnapshotsRestored uint64 `json:"snapshots_restored"`
+	// FillPending: the member restored a snapshot and still fetches the
+	// bytes of some of its records (it serves them by fetching them
+	// first meanwhile, and is not promoted to voter before it is done).
+	FillPending bool `json:"fill_pending,omitempty"`
 	// Suffrage is "voter", or "nonvoter" for a member added and still
 	// catching up (it becomes a voter by itself), as the group's
 	// configuration says; a node reporting on itself may say "removed" or

@@ -36,8 +36,10 @@
 // with Raft configuration changes (membership.go).
 //
 // Snapshots (snapshot.go) hold the records at one log index, not the
-// bytes: a node that restores one fetches the bytes it lacks from a peer,
-// as for a command whose bytes it missed.
+// bytes: a node that restores one installs the records at once, those
+// whose bytes it lacks hollow, and fetches those bytes from a peer
+// afterwards, outside raft (fill.go), as for a command whose bytes it
+// missed.
 //
 // Objects up to --inline-max ride inside the command and are kept inline
 // in their record; nothing travels beside the log for them. Raft hands
@@ -60,6 +62,8 @@
 //     command and at least one copy of the bytes. A node that applies a
 //     command without the bytes fetches them from a peer before it
 //     installs the record: a record never references bytes the node lacks.
+//     A record restored from a snapshot may be hollow (it references no
+//     bytes, and says so) until the filler or a read fetches them.
 //   - A peer answers a fetch with "gone" only once it has applied the log
 //     past the command and no longer holds those bytes: a later command
 //     replaced them, and the asker may skip installing them.

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -31,10 +30,11 @@ import (
 //   - A command's outcome depends only on the command and the state before
 //     it, never on this node's clock or counters.
 type fsm struct {
-	node    *Node
-	closing context.Context // the node's: ends a restore's fetches
-	fetch   fetchFunc       // Node.fetch: bytes from a peer
-	store   *objstore.Store
+	node  *Node
+	store *objstore.Store
+	// fill is the filler of records restored without their bytes (nil:
+	// none, in tests); Restore marks it before it installs any.
+	fill    *filler
 	users   *userState
 	log     *slog.Logger
 	skipTo  uint64
@@ -303,7 +303,12 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 
 // Restore makes the store the snapshot's state. A store already at or
 // past the snapshot's index (a restart: raft restores its latest
-// snapshot first) is left as it is: only the header is read.
+// snapshot first) is left as it is: only the header is read. It reads
+// and writes metadata only: the records whose bytes this node lacks are
+// installed hollow, and the filler fetches their bytes afterwards, while
+// raft goes on (fill.go). Raft holds its main loop for the duration of
+// Restore when it installs a snapshot sent by the leader, so no byte
+// transfer happens in here.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	sr, err := newSnapshotReader(rc)
@@ -322,7 +327,12 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	start := time.Now()
 	f.log.Info("snapshot: restoring", "index", sr.index, "store", have)
-	rs, err := restoreSnapshot(f.closing, sr, f.store, f.users, f.fetch)
+	if f.fill != nil {
+		if err := f.fill.mark(); err != nil {
+			return err
+		}
+	}
+	rs, err := restoreSnapshot(sr, f.store, f.users)
 	if err != nil {
 		return fmt.Errorf("cluster: restore snapshot %d: %w", sr.index, err)
 	}
@@ -334,7 +344,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.appliedAt.Store(time.Now().UnixNano())
 	f.snapshotIndex.Store(sr.index)
 	f.restored.Add(1)
-	f.log.Info("snapshot: restored", "index", sr.index, "fetched_bytes", rs.fetched, "took", time.Since(start).Round(time.Millisecond))
+	f.log.Info("snapshot: restored; the bytes of the records restored without them are fetched in the background",
+		"index", sr.index, "hollow_records", rs.hollow, "hollow_bytes", rs.hollowBytes, "took", time.Since(start).Round(time.Millisecond))
+	if f.fill != nil {
+		f.fill.kick()
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -29,7 +30,8 @@ import (
 //	              snapshot and then the log, and fetches the bytes the
 //	              records name, as background I/O (snapshot.go). The
 //	              leader promotes it to voter (AddVoter) once it has
-//	              applied the log to within promoteLag entries.
+//	              applied the log to within promoteLag entries and holds
+//	              the bytes of every record it restored (fill.go).
 //	remove n2     raft RemoveServer. The removed node, once it sees a
 //	              configuration without itself, records that in its
 //	              cluster.json, answers S3 requests with 503 saying why, and
@@ -279,11 +281,8 @@ func (n *Node) askMembership(servers []raft.Server) {
 		if s.ID == raft.ServerID(n.cfg.ID) {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(n.closing, 2*time.Second)
-		var ans memberAnswer
-		err := n.peerGetJSON(ctx, string(s.Address), "/_b3/v1/member?"+q.Encode(), &ans)
-		cancel()
-		if err != nil {
+		ans, leads, err := n.askMember(string(s.Address), q)
+		if err != nil || !leads {
 			continue // down, or not the leader
 		}
 		if !ans.Member {
@@ -294,12 +293,107 @@ func (n *Node) askMembership(servers []raft.Server) {
 	}
 }
 
+// membershipWait bounds how long a node with a Raft state waits, before
+// raft starts, for an answer to whether it is still a member.
+const membershipWait = 2 * time.Second
+
+// checkMembership runs before raft starts on a node that has a Raft state:
+// it asks the servers of its latest known configuration whether it is
+// still a member (GET /_b3/v1/member, answered by the leader only). Told
+// it is not (removed while it was down), it records its removal and
+// returns why it must not start: it never runs raft, so it never
+// campaigns and disturbs the members with votes (or terms). It starts
+// raft (nil) once told it is a member, once every other server has
+// answered that it does not lead or refused the connection (no leader to
+// ask: the whole group is starting, say), or after membershipWait (the
+// others unreachable); watchMembers asks again later.
+func (n *Node) checkMembership() error {
+	servers := n.lastConfiguration()
+	q := url.Values{"id": {n.cfg.ID}, "address": {n.cfg.ClusterAddress}}
+	deadline := time.Now().Add(membershipWait)
+	for {
+		answered := 0
+		for _, s := range servers {
+			if s.ID == n.cfg.ID {
+				continue
+			}
+			ans, leads, err := n.askMember(s.Address, q)
+			switch {
+			case err == nil && leads && ans.Member:
+				return nil
+			case err == nil && leads:
+				n.log.Warn("the leader's configuration lacks this node: it was removed while it was away", "leader", s.ID)
+				n.noteRemoved()
+				n.idMu.Lock()
+				defer n.idMu.Unlock()
+				return removedError(n.cfg, n.identity.Removed)
+			case err == nil:
+				answered++ // up, not leading
+			case errors.Is(err, syscall.ECONNREFUSED):
+				answered++ // down
+			}
+		}
+		if answered >= len(servers)-1 || time.Now().After(deadline) || n.closing.Err() != nil {
+			return nil
+		}
+		select {
+		case <-n.closing.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// askMember asks the node at addr whether this node is a member; leads is
+// false when it answered that it does not lead.
+func (n *Node) askMember(addr string, q url.Values) (ans memberAnswer, leads bool, err error) {
+	ctx, cancel := context.WithTimeout(n.closing, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/_b3/v1/member?"+q.Encode(), nil)
+	if err != nil {
+		return ans, false, err
+	}
+	resp, err := n.peerClient.Do(req)
+	if err != nil {
+		return ans, false, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return ans, true, json.NewDecoder(resp.Body).Decode(&ans)
+	case http.StatusServiceUnavailable:
+		return ans, false, nil
+	}
+	return ans, false, fmt.Errorf("%s: %s", addr, resp.Status)
+}
+
+// lastConfiguration returns the servers of the latest configuration in
+// this node's Raft log, or else of its latest snapshot (or --peers): the
+// members as this node last knew them, before raft runs.
+func (n *Node) lastConfiguration() []Peer {
+	first, err1 := n.entries.FirstIndex()
+	last, err2 := n.entries.LastIndex()
+	if err1 == nil && err2 == nil && first > 0 {
+		for i := last; i >= first; i-- {
+			var l raft.Log
+			if n.entries.GetLog(i, &l) != nil || l.Type != raft.LogConfiguration {
+				continue
+			}
+			var out []Peer
+			for _, s := range raft.DecodeConfiguration(l.Data).Servers {
+				out = append(out, Peer{ID: string(s.ID), Address: string(s.Address)})
+			}
+			return out
+		}
+	}
+	return n.startPeers
+}
+
 // promote makes a non-voter a voter once it has caught up.
 func (n *Node) promote(s raft.Server) {
 	ctx, cancel := context.WithTimeout(n.closing, 2*time.Second)
 	defer cancel()
 	info, err := n.peerInfo(ctx, string(s.Address))
-	if err != nil || info.AppliedIndex+promoteLag < n.fsm.applied.Load() {
+	if err != nil || info.AppliedIndex+promoteLag < n.fsm.applied.Load() || info.FillPending {
 		return
 	}
 	if err := n.raft.AddVoter(s.ID, s.Address, 0, applyTimeout).Error(); err != nil {

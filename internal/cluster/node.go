@@ -199,7 +199,7 @@ func checkIdentity(cfg Config) (identity, error) {
 			return want, fmt.Errorf("data directory %s belongs to node %q, not %q: start it with --id %s, or give this node its own directory", cfg.Root, have.NodeID, want.NodeID, have.NodeID)
 		}
 		if have.Removed != "" {
-			return want, fmt.Errorf("node %s was removed from its cluster (%s): its data directory %s is not served again; to add this machine back, start it with an empty --data and --join, then b3 admin cluster add", cfg.ID, have.Removed, cfg.Root)
+			return want, removedError(cfg, have.Removed)
 		}
 		if !cfg.Join && have.ClusterID != want.ClusterID {
 			return want, fmt.Errorf("data directory %s belongs to another cluster (id %s; these --peers make %s): start it with the --peers it was created with (or --join, if it was added with b3 admin cluster add)", cfg.Root, have.ClusterID, want.ClusterID)
@@ -219,6 +219,11 @@ func checkIdentity(cfg Config) (identity, error) {
 		return want, err
 	}
 	return want, writeIdentity(cfg.Root, want)
+}
+
+// removedError is why a removed node does not start.
+func removedError(cfg Config, why string) error {
+	return fmt.Errorf("node %s was removed from its cluster (%s): its data directory %s is not served again; to add this machine back, start it with an empty --data and --join, then b3 admin cluster add", cfg.ID, why, cfg.Root)
 }
 
 func writeIdentity(root string, id identity) error {
@@ -368,7 +373,8 @@ func open(cfg Config) (_ *Node, err error) {
 		n.store.Close()
 		return nil, err
 	}
-	n.fsm = &fsm{node: n, closing: n.closing, fetch: n.fetch, store: n.store, users: n.users, log: cfg.Logger, skipTo: applied}
+	n.fsm = &fsm{node: n, store: n.store, users: n.users, log: cfg.Logger, skipTo: applied}
+	n.fsm.fill = newFiller(n.store, n.fetch, n.fsm.applied.Load, cfg.Root, cfg.Logger)
 	if n.logs, err = openLogStore(filepath.Join(cfg.Root, "raft"), cfg.Logger); err != nil {
 		n.store.Close()
 		return nil, err
@@ -392,9 +398,6 @@ const (
 // objects riding in their commands.
 const logCacheSize = 1024
 
-// snapshotTimeoutScale: see startRaft.
-const snapshotTimeoutScale = 256
-
 func (n *Node) raftConfig() *raft.Config {
 	conf := raft.DefaultConfig()
 	conf.LocalID = raft.ServerID(n.cfg.ID)
@@ -412,16 +415,12 @@ func (n *Node) startRaft(mux *portMux) error {
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: raftLayer{mux.raft, n.secret}, MaxPool: 8, Timeout: 10 * time.Second, Logger: conf.Logger,
 	})
-	// A follower answers InstallSnapshot once it has restored it, having
-	// fetched the bytes its records name: the leader's wait scales with
-	// the snapshot, 10 s per 256 bytes of it (about one object record).
-	trans.TimeoutScale = snapshotTimeoutScale
 	snaps, err := openSnapshotStore(n.cfg.Root, conf.Logger)
 	if err != nil {
 		return err
 	}
 	// Raft restores its latest snapshot inside NewRaft; a store behind it
-	// fetches bytes from the members that snapshot names.
+	// fetches bytes (fill.go) from the members that snapshot names.
 	n.startPeers = n.cfg.Peers
 	if list, err := snaps.List(); err == nil && len(list) > 0 {
 		n.startPeers = nil
@@ -432,6 +431,13 @@ func (n *Node) startRaft(mux *portMux) error {
 	existing, err := raft.HasExistingState(n.entries, n.logs, snaps)
 	if err != nil {
 		return err
+	}
+	if existing {
+		// Removed while it was down? Asked before raft runs, so that a
+		// removed node never campaigns.
+		if err := n.checkMembership(); err != nil {
+			return err
+		}
 	}
 	if !existing && !n.cfg.Join {
 		var servers []raft.Server

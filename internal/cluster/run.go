@@ -55,9 +55,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return fmt.Errorf("listen on --cluster-address %s: %w", cfg.ClusterAddress, err)
 	}
 	mux := newPortMux(clusterLn, n.secret, n.log)
-	// Raft restores its latest snapshot inside NewRaft, and a store behind
-	// it fetches bytes from peers until they answer: a signal meanwhile
-	// ends the fetches (and the start).
+	// Raft restores its latest snapshot inside NewRaft (records only: the
+	// filler fetches bytes later), and a node with a Raft state first asks
+	// whether it is still a member: a signal meanwhile ends the start.
 	started := make(chan struct{})
 	go func() {
 		select {
@@ -118,7 +118,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if n.cfg.VacuumInterval > 0 { // the configured one, or a runtime override
 		n.store.StartVacuum(n.cfg.VacuumInterval)
 	}
-	n.wg.Add(5)
+	n.wg.Add(6)
+	go func() {
+		defer n.wg.Done()
+		n.fsm.fill.run(n.closing)
+	}()
 	go n.watchLeadership()
 	go n.watchMembers()
 	go n.prefetchLoop()
@@ -363,6 +367,7 @@ func (n *Node) info() admin.ClusterMember {
 		SnapshotIndex:     n.fsm.snapshotIndex.Load(),
 		EntriesSinceStart: n.fsm.handled.Load(),
 		SnapshotsRestored: n.fsm.restored.Load(),
+		FillPending:       n.fsm.fill.pending.Load(),
 	}
 	m.FirstLogIndex, _ = n.entries.FirstIndex()
 	m.ClusterID = n.clusterID()

@@ -3,7 +3,6 @@ package cluster
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -30,9 +28,10 @@ import (
 // (noncurrent versions and delete markers), without extents (each node's
 // own) and without object bytes, except inline objects'.
 // A node restoring it (a follower the leader's log has left behind, a new
-// member) fetches the bytes it lacks from a peer by reference, through the
-// same path (and background I/O class) as a command whose bytes it
-// missed.
+// member) installs every record at once, those whose bytes it lacks
+// hollow (objstore.Hollow), and fetches those bytes afterwards, outside
+// raft (fill.go), from a peer by reference, through the same path (and
+// background I/O class) as a command whose bytes it missed.
 //
 // The stream (raft's snapshot store keeps it in DATA/snapshots/<id>/):
 //
@@ -69,11 +68,13 @@ import (
 //     synced; a crash midway leaves the old stamp and the restore runs
 //     again from the snapshot raft kept (raft persists a received
 //     snapshot before it restores it).
-//   - The restored store holds every record of the snapshot, with bytes
-//     of its own, and no other, except a record whose bytes every peer
-//     that got past the index no longer holds ("gone"): a later command,
-//     which this node applies next, replaced it; such a key is left
-//     absent until then.
+//   - Before a restore installs its first record, the fill mark
+//     (DATA/restore-fill) is written, synced; it is removed only once no
+//     record is hollow, every fill synced. So a node that crashes before
+//     its filler is done resumes it at its next start.
+//   - The restored store holds every record of the snapshot and no other;
+//     each has bytes of its own, or is hollow until the filler (or a read,
+//     which fills it first) fetches them, or a later command replaces it.
 
 var (
 	snapshotMagic   = []byte("B3SNAP\x00\x02")
@@ -267,19 +268,15 @@ func (sr *snapshotReader) next() (byte, []byte, error) {
 	return kind, sr.buf, nil
 }
 
-// fetchFunc gets the bytes of ref from a peer into this node's segments
-// (Node.fetch); errGone: no peer past ref.Index holds them.
-type fetchFunc func(ctx context.Context, ref bytesRef) (*objstore.Staged, error)
-
 // restorer brings a store to a snapshot's state (see the invariants at
 // the top), one section at a time, reusing what the store already holds:
 // an object of the same version keeps its local bytes, a part with the
-// same size, ETag and time keeps its own.
+// same size, ETag and time keeps its own. A record whose bytes the store
+// lacks is installed hollow (objstore.Hollow): the restore fetches no
+// bytes, the filler does afterwards (fill.go).
 type restorer struct {
-	ctx   context.Context
 	store *objstore.Store
 	users *userState
-	fetch fetchFunc
 	index uint64
 
 	userList []User
@@ -288,91 +285,19 @@ type restorer struct {
 	local    *localObjects
 	// localVersions: the local version table, from the version section on.
 	localVersions *localObjects
-	fetches       *fetchGroup
-	fetched       int64 // bytes fetched from peers, as of the last section's end
+	// hollow counts the records installed without their bytes, and
+	// their size.
+	hollow      int
+	hollowBytes int64
 }
 
-// A restore fetches the bytes it lacks restoreParallel at a time (the
-// catch-up prefetcher's bound), each fetch installing its record when its
-// bytes are in; records that need no fetch are installed in order
-// meanwhile. Every record of a section is a different key (or version),
-// so installs do not race on one key; a section's fetches all end before
-// the next section starts, which may depend on them (the version section
-// reads what the object section set aside). Fetches are background I/O
-// (Node.fetch). The catch-up prefetcher itself does not fit: it reads
-// ahead in the log and hands bytes to applies by stage id, while a
-// snapshot's records have neither.
-const restoreParallel = prefetchParallel
-
-// fetchGroup runs fetches at most n at a time; the first error cancels
-// the rest (through the restore's context) and is returned by wait.
-type fetchGroup struct {
-	cancel  context.CancelFunc
-	slots   chan struct{}
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	err     error
-	fetched int64
-}
-
-func newFetchGroup(cancel context.CancelFunc, n int) *fetchGroup {
-	return &fetchGroup{cancel: cancel, slots: make(chan struct{}, n)}
-}
-
-// run starts fn once a slot is free; it returns the group's error, if
-// one has happened, instead of starting it.
-func (g *fetchGroup) run(fn func() error) error {
-	g.slots <- struct{}{}
-	if err := g.failed(); err != nil {
-		<-g.slots
-		return err
-	}
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		defer func() { <-g.slots }()
-		if err := fn(); err != nil {
-			g.mu.Lock()
-			if g.err == nil {
-				g.err = err
-				g.cancel()
-			}
-			g.mu.Unlock()
-		}
-	}()
-	return nil
-}
-
-func (g *fetchGroup) failed() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.err
-}
-
-func (g *fetchGroup) count(n int64) {
-	g.mu.Lock()
-	g.fetched += n
-	g.mu.Unlock()
-}
-
-// wait waits for every fetch started and returns the first error.
-func (g *fetchGroup) wait() error {
-	g.wg.Wait()
-	return g.failed()
-}
-
-// restoreSnapshot reads a snapshot from r and makes store and users its
-// state; it returns the snapshot's index. It does not stamp the store:
-// the caller does, once it returns nil.
-func restoreSnapshot(ctx context.Context, sr *snapshotReader, store *objstore.Store, users *userState, fetch fetchFunc) (*restorer, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	rs := &restorer{ctx: ctx, store: store, users: users, fetch: fetch, index: sr.index,
-		buckets: map[string]bool{}, uploads: map[string]*meta.Upload{},
-		fetches: newFetchGroup(cancel, restoreParallel)}
+// restoreSnapshot reads a snapshot from sr and makes store and users its
+// state. It does not stamp the store: the caller does, once it returns
+// nil.
+func restoreSnapshot(sr *snapshotReader, store *objstore.Store, users *userState) (*restorer, error) {
+	rs := &restorer{store: store, users: users, index: sr.index,
+		buckets: map[string]bool{}, uploads: map[string]*meta.Upload{}}
 	defer func() {
-		cancel()
-		_ = rs.fetches.wait() // none outlives the restore
-
 		if rs.local != nil {
 			rs.local.stop()
 		}
@@ -402,6 +327,12 @@ func restoreSnapshot(ctx context.Context, sr *snapshotReader, store *objstore.St
 			return nil, err
 		}
 	}
+}
+
+// noteHollow counts a record installed without its bytes.
+func (rs *restorer) noteHollow(size int64) {
+	rs.hollow++
+	rs.hollowBytes += size
 }
 
 func (rs *restorer) record(kind byte, data []byte) error {
@@ -440,13 +371,9 @@ func (rs *restorer) record(kind byte, data []byte) error {
 	}
 }
 
-// endSection finishes a section: its fetches end, and what the store has
-// and the snapshot has not goes.
+// endSection finishes a section: what the store has and the snapshot has
+// not goes.
 func (rs *restorer) endSection(kind byte) error {
-	if err := rs.fetches.wait(); err != nil {
-		return err
-	}
-	rs.fetched = rs.fetches.fetched
 	switch kind {
 	case kindUser:
 		return rs.users.replace(rs.userList)
@@ -514,23 +441,9 @@ func (rs *restorer) part(p *meta.Part) error {
 	case err != nil && !errors.Is(err, meta.ErrNotFound):
 		return err
 	}
-	return rs.fetches.run(func() error {
-		st, err := rs.fetch(rs.ctx, bytesRef{Bucket: up.Bucket, Key: up.Key, Version: up.Version, UploadID: p.UploadID, Part: p.Number, Index: rs.index})
-		if errors.Is(err, errGone) {
-			return nil // a later command completes or aborts the upload
-		}
-		if err != nil {
-			return err
-		}
-		rs.fetches.count(st.Size)
-		p.Extents, p.Size = st.Extents, st.Size
-		if err := rs.store.ApplyPutPart(up.Bucket, up.Key, p, objstore.Restoring); err != nil {
-			st.Discard()
-			return err
-		}
-		st.Release()
-		return nil
-	})
+	p.Extents = nil // hollow: the filler fetches its bytes
+	rs.noteHollow(p.Size)
+	return rs.store.ApplyPutPart(up.Bucket, up.Key, p, objstore.Restoring)
 }
 
 // object installs one object record, after removing the local records
@@ -552,34 +465,17 @@ func (rs *restorer) object(o *meta.Object) error {
 		o.Extents, o.Size = old.Extents, old.Size
 		return rs.store.RestoreObject(o)
 	}
-	return rs.fetches.run(func() error {
-		gone, err := rs.fetchAndInstall(o, rs.store.RestoreObject)
-		if gone {
-			// A later command replaced it: leave the key empty until then.
-			return rs.store.RestoreSetAside(o.Bucket, o.Key)
-		}
-		return err
-	})
+	return rs.installHollow(o, rs.store.RestoreObject)
 }
 
-// fetchAndInstall fetches o's bytes from a peer and installs o with them;
-// gone: a peer past the snapshot no longer holds them (nothing installed).
-func (rs *restorer) fetchAndInstall(o *meta.Object, install func(*meta.Object) error) (gone bool, err error) {
-	st, err := rs.fetch(rs.ctx, bytesRef{Bucket: o.Bucket, Key: o.Key, Version: o.Version, Index: rs.index})
-	if errors.Is(err, errGone) {
-		return true, nil
+// installHollow installs o without bytes (objstore.Hollow); the filler
+// fetches them later.
+func (rs *restorer) installHollow(o *meta.Object, install func(*meta.Object) error) error {
+	o.Extents = nil
+	if objstore.Hollow(o) {
+		rs.noteHollow(o.Size)
 	}
-	if err != nil {
-		return false, err
-	}
-	rs.fetches.count(st.Size)
-	o.Extents, o.Size, o.Inline = st.Extents, st.Size, nil
-	if err := install(o); err != nil {
-		st.Discard()
-		return false, err
-	}
-	st.Release()
-	return false, nil
+	return install(o)
 }
 
 // version installs one version-table record (a noncurrent version or a
@@ -598,11 +494,7 @@ func (rs *restorer) version(o *meta.Object) error {
 		o.Extents, o.Size = local.Extents, local.Size
 		return rs.store.RestoreVersion(o)
 	}
-	return rs.fetches.run(func() error {
-		// Gone: a later command removed it.
-		_, err := rs.fetchAndInstall(o, rs.store.RestoreVersion)
-		return err
-	})
+	return rs.installHollow(o, rs.store.RestoreVersion)
 }
 
 // dropLocalVersionsBefore removes the local version-table records that

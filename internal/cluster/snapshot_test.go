@@ -10,10 +10,10 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +26,7 @@ import (
 // replica is one node's store and users, for the snapshot tests.
 type replica struct {
 	t     testing.TB
+	dir   string
 	store *objstore.Store
 	users *userState
 }
@@ -42,7 +43,7 @@ func newReplica(t testing.TB) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &replica{t: t, store: store, users: users}
+	return &replica{t: t, dir: dir, store: store, users: users}
 }
 
 var t0 = time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC)
@@ -147,16 +148,21 @@ func (r *replica) snapshot(index uint64) []byte {
 	return r.readAll(rc, err)
 }
 
-// restore restores data into r, fetching bytes from src (nil: every
-// fetch fails); it returns the bytes fetched. Keys named "gone" are answered gone, as a peer past the
+// restore restores data into r and fills the records it restored
+// without their bytes from src (nil: every fetch fails); it returns the
+// bytes fetched. Keys named "gone" are answered gone, as a peer past the
 // snapshot that no longer holds them would.
 func (r *replica) restore(data []byte, src *replica) (fetched int64, err error) {
-	return r.restoreWith(data, src, nil)
+	if err := r.restoreOnly(data); err != nil {
+		return 0, err
+	}
+	fetched, _, err = r.fill(src, nil)
+	return fetched, err
 }
 
-// restoreWith is restore with the fetches passed through wrap (if set).
-func (r *replica) restoreWith(data []byte, src *replica, wrap func(fetchFunc) fetchFunc) (int64, error) {
-	var fetched atomic.Int64 // fetches run concurrently
+// filler returns a filler of r's records, with r's fill mark, that
+// fetches from src through wrap (if set).
+func (r *replica) filler(src *replica, wrap func(fetchFunc) fetchFunc) *filler {
 	var fetch fetchFunc = func(ctx context.Context, ref bytesRef) (*objstore.Staged, error) {
 		if ref.Key == "gone" {
 			return nil, errGone
@@ -187,15 +193,43 @@ func (r *replica) restoreWith(data []byte, src *replica, wrap func(fetchFunc) fe
 			return nil, err
 		}
 		defer rc.Close()
-		fetched.Add(size)
 		return r.store.Stage(ctx, ref.Bucket, ref.Key, ref.Version, rc)
 	}
 	if wrap != nil {
 		fetch = wrap(fetch)
 	}
-	f := &fsm{closing: context.Background(), fetch: fetch, store: r.store, users: r.users, log: slog.Default()}
-	err := f.Restore(io.NopCloser(bytes.NewReader(data)))
-	return fetched.Load(), err
+	return newFiller(r.store, fetch, func() uint64 { have, _ := r.store.Applied(); return have }, r.dir, slog.Default())
+}
+
+// restoreOnly runs the state machine's Restore of data into r, with a
+// filler that fetches nothing (Restore must not fetch).
+func (r *replica) restoreOnly(data []byte) error {
+	fl := r.filler(nil, func(fetchFunc) fetchFunc {
+		return func(context.Context, bytesRef) (*objstore.Staged, error) {
+			r.t.Error("Restore fetched bytes")
+			return nil, errors.New("Restore fetched bytes")
+		}
+	})
+	f := &fsm{store: r.store, users: r.users, log: slog.Default(), fill: fl}
+	return f.Restore(io.NopCloser(bytes.NewReader(data)))
+}
+
+// fill runs one pass of a filler fetching from src (through wrap, if
+// set), as the node's would after a restore or at a start; it returns
+// the bytes fetched and the records left hollow.
+func (r *replica) fill(src *replica, wrap func(fetchFunc) fetchFunc) (fetched int64, left int, err error) {
+	fl := r.filler(src, wrap)
+	left, err = fl.pass(context.Background())
+	if err == nil && left == 0 {
+		_, err = fl.done(fl.generation())
+	}
+	return fl.fetched.Load(), left, err
+}
+
+// fillMarked reports whether r's fill mark exists.
+func (r *replica) fillMarked() bool {
+	_, err := os.Stat(filepath.Join(r.dir, fillMarkFile))
+	return err == nil
 }
 
 // objects lists a replica's records as "bucket/key@version tags", inline
@@ -269,34 +303,48 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 
 	data := src.snapshot(100)
-	// A restore cut short (no peer has the bytes) leaves the stamp where
-	// it was: the next start restores again.
-	if _, err := dst.restore(data, nil); err == nil {
-		t.Fatal("a restore whose fetches fail succeeded")
-	}
-	if have, _ := dst.store.Applied(); have != 12 {
-		t.Fatalf("applied %d after a failed restore, want the 12 it had", have)
-	}
-	fetched, err := dst.restore(data, src)
-	if err != nil {
+	// Restore installs the records at once, fetching nothing: those whose
+	// bytes dst lacks are hollow, not readable yet, and the fill mark says
+	// so until they are filled.
+	if err := dst.restoreOnly(data); err != nil {
 		t.Fatal(err)
 	}
 	if have, _ := dst.store.Applied(); have != 100 {
 		t.Fatalf("applied %d after restoring the snapshot at 100", have)
 	}
-	// Fetched: big, new and part 2 (20 KiB each); not same, not part 1.
-	if fetched != 3*20<<10 {
-		t.Errorf("fetched %d bytes, want %d", fetched, 3*20<<10)
-	}
 	want := src.objects()
-	var wantNoGone []string
-	for _, o := range want {
-		if !strings.Contains(o, "/gone@") {
-			wantNoGone = append(wantNoGone, o)
-		}
+	if got := dst.objects(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("objects after restore:\n got %v\nwant %v", got, want)
 	}
-	if got := dst.objects(); fmt.Sprint(got) != fmt.Sprint(wantNoGone) {
-		t.Errorf("objects after restore:\n got %v\nwant %v", got, wantNoGone)
+	if _, _, err := dst.store.OpenObject(context.Background(), "b1", "big", objstore.WholeObject); !errors.Is(err, objstore.ErrHollow) {
+		t.Fatalf("reading a record restored without its bytes: %v, want ErrHollow", err)
+	}
+	if got := dst.read("b1", "same"); got != big('s') {
+		t.Fatalf("b1/same (same version: kept its bytes) reads %d bytes", len(got))
+	}
+	if !dst.fillMarked() {
+		t.Fatal("no fill mark after a restore that left records hollow")
+	}
+	// A fill cut short (no peer has the bytes) leaves the mark: the next
+	// start fills again.
+	if _, _, err := dst.fill(nil, nil); err == nil {
+		t.Fatal("a fill whose fetches fail succeeded")
+	}
+	if !dst.fillMarked() || !dst.filler(nil, nil).pending.Load() {
+		t.Fatal("the fill mark is gone after a failed fill")
+	}
+	fetched, left, err := dst.fill(src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fetched: big, new and part 2 (20 KiB each); not same, not part 1.
+	// Left: the two keys whose bytes are gone, until the commands that
+	// replaced them are applied here.
+	if fetched != 3*20<<10 || left != 2 {
+		t.Errorf("fetched %d bytes, left %d hollow; want %d and 2", fetched, left, 3*20<<10)
+	}
+	if !dst.fillMarked() {
+		t.Fatal("fill mark removed while records are hollow")
 	}
 	for _, k := range []string{"b1/big", "b1/same", "b2/inline", "b2/new"} {
 		b, key, _ := strings.Cut(k, "/")
@@ -326,7 +374,20 @@ func TestSnapshotRestore(t *testing.T) {
 		t.Errorf("users after restore: %+v", u)
 	}
 
-	// Again: the store is at the snapshot's index, nothing to do.
+	// The commands that replaced the gone keys: nothing is left hollow,
+	// and the mark goes.
+	dst.put("b2", "gone", 101, big('x'), nil, 101)
+	if _, err := dst.store.ApplyDeleteObject("b1", "gone", 102); err != nil {
+		t.Fatal(err)
+	}
+	if fetched, left, err := dst.fill(src, nil); err != nil || fetched != 0 || left != 0 {
+		t.Fatalf("fill after the replacing commands: fetched %d, left %d, %v", fetched, left, err)
+	}
+	if dst.fillMarked() {
+		t.Fatal("fill mark left after every record was filled")
+	}
+
+	// Again: the store is past the snapshot's index, nothing to do.
 	if fetched, err := dst.restore(data, src); err != nil || fetched != 0 {
 		t.Fatalf("second restore: fetched %d, %v", fetched, err)
 	}
@@ -486,9 +547,9 @@ func TestSnapshotRestoreVersions(t *testing.T) {
 	}
 }
 
-// TestSnapshotRestoreFetchesInParallel: a restore fetches the bytes it
-// lacks several at a time (objects, versions and parts alike), never more
-// than restoreParallel, and installs every record.
+// TestSnapshotRestoreFetchesInParallel: the fill after a restore fetches
+// the bytes it lacks several at a time (objects, versions and parts
+// alike), never more than restoreParallel, and fills every record.
 func TestSnapshotRestoreFetchesInParallel(t *testing.T) {
 	big := func(i int) string { return strings.Repeat(string(rune('a'+i)), 20<<10) }
 	src, dst := newReplica(t), newReplica(t)
@@ -511,7 +572,10 @@ func TestSnapshotRestoreFetchesInParallel(t *testing.T) {
 	inFlight, most := 0, 0
 	several, opened := make(chan struct{}), false
 	giveUp := time.Now().Add(2 * time.Second)
-	fetched, err := dst.restoreWith(data, src, func(fetch fetchFunc) fetchFunc {
+	if err := dst.restoreOnly(data); err != nil {
+		t.Fatal(err)
+	}
+	fetched, _, err := dst.fill(src, func(fetch fetchFunc) fetchFunc {
 		return func(ctx context.Context, ref bytesRef) (*objstore.Staged, error) {
 			mu.Lock()
 			inFlight++
@@ -549,5 +613,26 @@ func TestSnapshotRestoreFetchesInParallel(t *testing.T) {
 		if _, err := dst.store.Meta().GetPart(up, n); err != nil {
 			t.Fatalf("part %d: %v", n, err)
 		}
+	}
+}
+
+// TestFillMarkKeptForALaterRestore: a pass that began before another
+// restore marked the fill again does not remove the mark (its view may
+// predate that restore's hollow records); the next pass does.
+func TestFillMarkKeptForALaterRestore(t *testing.T) {
+	r := newReplica(t)
+	fl := r.filler(nil, nil)
+	if err := fl.mark(); err != nil {
+		t.Fatal(err)
+	}
+	began := fl.generation()
+	if err := fl.mark(); err != nil { // a second restore, during the pass
+		t.Fatal(err)
+	}
+	if ok, err := fl.done(began); err != nil || ok || !r.fillMarked() || !fl.pending.Load() {
+		t.Fatalf("a pass older than the last restore removed the mark: %v, %v", ok, err)
+	}
+	if ok, err := fl.done(fl.generation()); err != nil || !ok || r.fillMarked() || fl.pending.Load() {
+		t.Fatalf("a pass after the last restore kept the mark: %v, %v", ok, err)
 	}
 }

@@ -176,7 +176,7 @@ func (s *stages) discardAll() {
 //
 //	PUT /_b3/v1/stage?stage=&bucket=&key=&version=   body: the bytes
 //	    The leader pushes bytes; 200 once they are synced here.
-//	GET /_b3/v1/bytes?stage=&bucket=&key=&version=&upload=&part=&index=
+//	GET /_b3/v1/bytes?stage=&bucket=&key=&version=&upload=&part=&index=[&client=1]
 //	    A replica that missed bytes asks for them: 200 with the bytes,
 //	    410 Gone if this node applied the log past index and no longer holds
 //	    them (a later command replaced them: the asker may skip them),
@@ -250,16 +250,22 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad bytes request", http.StatusBadRequest)
 		return
 	}
-	ctx := iolimit.WithPriority(r.Context(), iolimit.Background)
+	prio := iolimit.Background
+	if r.URL.Query().Get("client") == "1" {
+		prio = iolimit.Foreground // a read waits for these bytes (fill.go)
+	}
+	ctx := iolimit.WithPriority(r.Context(), prio)
 	var body io.ReadCloser
 	var size int64
+	hollow := false // restored without its bytes: not here yet (fill.go)
 	switch st := n.stages.peek(ref.Stage); {
 	case ref.Stage != 0 && st != nil:
 		size = st.Size
 		body, err = n.store.ReadExtents(ctx, ref.Bucket, ref.Key, ref.Version, st.Extents, st.Size)
 	case ref.UploadID != "":
 		part, perr := n.store.Meta().GetPart(ref.UploadID, ref.Part)
-		if perr == nil {
+		hollow = perr == nil && objstore.HollowPart(part)
+		if perr == nil && !hollow {
 			size = part.Size
 			body, err = n.store.ReadExtents(ctx, ref.Bucket, ref.Key, ref.Version, part.Extents, part.Size)
 		}
@@ -269,7 +275,8 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 			// Noncurrent now, in a bucket with versioning.
 			obj, oerr = n.store.Meta().GetVersion(ref.Bucket, ref.Key, ref.Version)
 		}
-		if oerr == nil && !obj.DeleteMarker {
+		hollow = oerr == nil && objstore.Hollow(obj)
+		if oerr == nil && !obj.DeleteMarker && !hollow {
 			size = obj.Size
 			if obj.Inline != nil {
 				body = io.NopCloser(bytes.NewReader(obj.Inline))
@@ -283,7 +290,7 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body == nil {
-		if n.fsm.applied.Load() >= ref.Index {
+		if n.fsm.applied.Load() >= ref.Index && !hollow {
 			http.Error(w, "gone", http.StatusGone)
 		} else {
 			http.Error(w, "not yet", http.StatusNotFound)
@@ -328,7 +335,11 @@ func (n *Node) fetch(ctx context.Context, ref bytesRef) (*objstore.Staged, error
 // fetchFrom gets the bytes of ref from peer, counting what arrives into e
 // (if not nil: a prefetch an apply may be waiting for).
 func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef, e *stageEntry) (*objstore.Staged, error) {
-	u := "http://" + peer + "/_b3/v1/bytes?" + refQuery(ref).Encode()
+	q, prio := refQuery(ref), fetchPriority(ctx)
+	if prio == iolimit.Foreground {
+		q.Set("client", "1") // a client waits: the peer reads as for one
+	}
+	u := "http://" + peer + "/_b3/v1/bytes?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -345,7 +356,7 @@ func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef, e *stag
 	default:
 		return nil, fmt.Errorf("peer %s: %s", peer, resp.Status)
 	}
-	bg := iolimit.WithPriority(ctx, iolimit.Background)
+	bg := iolimit.WithPriority(ctx, prio)
 	var body io.Reader = resp.Body
 	if e != nil {
 		body = countingReader{body, e}

@@ -5,11 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
-	"sync"
 	"time"
 
+	"github.com/b3-storage/b3/internal/keylock"
 	"github.com/b3-storage/b3/internal/lifecycle"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
@@ -40,9 +39,8 @@ type Store struct {
 	*objstore.Store
 	node *Node
 
-	seed       maphash.Seed
-	keyLocks   [256]sync.Mutex
-	bucketLock [64]sync.Mutex
+	keys    *keylock.Locks // by bucket and key
+	buckets *keylock.Locks // by bucket name (key "")
 }
 
 var _ s3api.Backend = (*Store)(nil)
@@ -55,25 +53,12 @@ var (
 )
 
 func newStore(n *Node) *Store {
-	return &Store{Store: n.store, node: n, seed: maphash.MakeSeed()}
+	return &Store{Store: n.store, node: n, keys: keylock.New(), buckets: keylock.New()}
 }
 
-func (s *Store) lockKey(bucket, key string) func() {
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	h.WriteString(bucket)
-	h.WriteByte(0)
-	h.WriteString(key)
-	m := &s.keyLocks[h.Sum64()%uint64(len(s.keyLocks))]
-	m.Lock()
-	return m.Unlock
-}
+func (s *Store) lockKey(bucket, key string) func() { return s.keys.Lock(bucket, key) }
 
-func (s *Store) lockBucket(name string) func() {
-	m := &s.bucketLock[maphash.String(s.seed, name)%uint64(len(s.bucketLock))]
-	m.Lock()
-	return m.Unlock
-}
+func (s *Store) lockBucket(name string) func() { return s.buckets.Lock(name, "") }
 
 // current returns the stored record, expired or not, or nil.
 func (s *Store) current(bucket, key string) (*meta.Object, error) {

@@ -214,6 +214,9 @@ func (s *Store) OpenObject(ctx context.Context, bucket, key string, rng RangeFun
 		if err != nil {
 			return nil, nil, err
 		}
+		if Hollow(obj) {
+			return obj, nil, ErrHollow
+		}
 		off, n, err := rng(obj)
 		if err != nil {
 			return obj, nil, err

@@ -25,8 +25,11 @@ import (
 // segment at or below the lowest one a write in flight may use
 // (inflightWrites.floor). Floors only grow, so every write in flight at a
 // crash started in a segment at or above the last floor persisted (or a
-// later one). A clean Close, with nothing in flight and nothing left to
-// audit, says so. After any other end, Open seals the recovered segment,
+// later one). A clean Close, with nothing in flight, says so, with the
+// floor at the first segment still to audit if vacuum has not audited
+// every one yet (else at the active segment, which stays active at the
+// next Open: nothing to audit); that Open lists the sealed segments at or
+// above it again. After any other end, Open seals the recovered segment,
 // so that no record of the new run joins the suspects, and lists the
 // sealed segments at or above the floor. The next vacuum pass audits each
 // once, before it picks candidates: it scans the records and, on one
@@ -55,17 +58,20 @@ func (s *Store) openOrphanBooks() error {
 		if err := s.blob.Seal(); err != nil {
 			return fmt.Errorf("seal the recovered segment: %w", err)
 		}
-		for _, seg := range s.blob.Segments() {
-			if !seg.Active && seg.ID >= st.OrphanFloor {
-				pending = append(pending, seg.ID)
-			}
-		}
+		pending = s.sealedFrom(st.OrphanFloor)
 		if len(pending) > 0 {
 			s.log.Info("the last run did not close cleanly: vacuum will audit segments for records of interrupted writes",
 				"segments", len(pending), "from", pending[0])
 		}
 	case found && !st.Clean:
 		s.log.Info("the last run did not close cleanly and left no orphan floor: records of interrupted writes stay uncounted")
+	case found && st.OrphanFloor > 0:
+		// A clean close that left segments of an earlier unclean end to
+		// audit (vacuum had not run since): the floor is the first.
+		if pending = s.sealedFrom(st.OrphanFloor); len(pending) > 0 {
+			s.log.Info("segments left to audit after an earlier unclean end: vacuum will audit them for records of interrupted writes",
+				"segments", len(pending), "from", pending[0])
+		}
 	}
 	floor := s.activeSegment()
 	if len(pending) > 0 {
@@ -73,6 +79,17 @@ func (s *Store) openOrphanBooks() error {
 	}
 	s.orphans.pending, s.orphans.floor = pending, floor
 	return s.putEngineState(meta.EngineState{OrphanFloor: floor})
+}
+
+// sealedFrom lists the sealed segments from floor on, ascending.
+func (s *Store) sealedFrom(floor uint64) []uint64 {
+	var out []uint64
+	for _, seg := range s.blob.Segments() {
+		if !seg.Active && seg.ID >= floor {
+			out = append(out, seg.ID)
+		}
+	}
+	return out
 }
 
 func (s *Store) putEngineState(st meta.EngineState) error {
@@ -126,8 +143,10 @@ func (s *Store) auditOrphans(ctx context.Context) error {
 	return nil
 }
 
-// closeOrphanBooks records a clean end if nothing is in flight and nothing
-// is left to audit. Called by Close before the metadata closes.
+// closeOrphanBooks records a clean end if nothing is in flight, with the
+// floor at the first segment still to audit, if any (the next Open lists
+// it and those after it again). Called by Close before the metadata
+// closes.
 func (s *Store) closeOrphanBooks() error {
 	s.orphans.mu.Lock()
 	defer s.orphans.mu.Unlock()
@@ -135,7 +154,7 @@ func (s *Store) closeOrphanBooks() error {
 		return nil
 	}
 	s.orphans.closed = true
-	if len(s.orphans.pending) > 0 || !s.inflight.empty() {
+	if !s.inflight.empty() {
 		return nil // the floor persisted stays; the next Open audits
 	}
 	return s.putEngineState(meta.EngineState{Clean: true, OrphanFloor: s.orphanFloor()})

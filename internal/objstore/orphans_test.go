@@ -3,6 +3,9 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
@@ -74,5 +77,39 @@ func TestCrashedWritesCountedDead(t *testing.T) {
 	defer s.Close()
 	if len(s.orphans.pending) != 0 {
 		t.Fatalf("segments %v to audit after a clean close", s.orphans.pending)
+	}
+}
+
+// TestCleanCloseKeepsAudits: a store reopened after a crash, and closed
+// cleanly before vacuum audited the crash's segments, records a clean
+// end (its next start does not report an unclean one) and still audits
+// those segments at the next start.
+func TestCleanCloseKeepsAudits(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	s := openStore(t, memOptions(mem))
+	ensureBucket(t, s, "b")
+	put(t, s, "b", "keep", value("keep", 0, 8<<10))
+	crashed := mem.CrashClone(pvfs.CrashCloneCfg{})
+	_ = s.Close()
+
+	var logs bytes.Buffer
+	opts := memOptions(crashed)
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s = openStore(t, opts)
+	if !strings.Contains(logs.String(), "did not close cleanly") || len(s.orphans.pending) == 0 {
+		t.Fatalf("after a crash: pending %v, logs:\n%s", s.orphans.pending, logs.String())
+	}
+	pending := slices.Clone(s.orphans.pending)
+	if err := s.Close(); err != nil { // no vacuum ran
+		t.Fatal(err)
+	}
+	logs.Reset()
+	s = openStore(t, opts)
+	defer s.Close()
+	if strings.Contains(logs.String(), "did not close cleanly") {
+		t.Fatalf("a clean close is reported unclean:\n%s", logs.String())
+	}
+	if !slices.Equal(s.orphans.pending, pending) {
+		t.Fatalf("segments to audit after a clean close: %v, want %v still", s.orphans.pending, pending)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"time"
 
@@ -116,17 +115,13 @@ func (s *Store) ApplyPutObjects(objs []*meta.Object, stamp uint64) error {
 		if obj.Bucket != bucket {
 			return fmt.Errorf("objstore: put objects of buckets %q and %q in one batch", bucket, obj.Bucket)
 		}
-		stripes = append(stripes, s.keyStripe(obj.Bucket, obj.Key))
+		stripes = append(stripes, s.keys.Stripe(obj.Bucket, obj.Key))
 	}
 	// The bucket's lock, then each key lock once (keys may share a
 	// stripe) in one order, as ApplyPutObject takes them; any other
 	// writer holds at most one key lock.
 	return s.withBucket(bucket, func(bk *meta.Bucket) error {
-		slices.Sort(stripes)
-		for _, i := range slices.Compact(stripes) {
-			s.keyLocks[i].Lock()
-			defer s.keyLocks[i].Unlock()
-		}
+		defer s.keys.LockStripes(stripes)()
 		rules := s.rulesOf(bk)
 		b := s.meta.NewBatch()
 		defer b.Close()
@@ -367,14 +362,15 @@ func (s *Store) ApplyPutPart(bucket, key string, part *meta.Part, stamp uint64) 
 	return nil
 }
 
-// HasParts reports whether every listed part of the upload is stored.
+// HasParts reports whether every listed part of the upload is stored with
+// its bytes (none is hollow, see FillPart).
 func (s *Store) HasParts(uploadID string, numbers []int) (bool, error) {
 	all, err := s.allParts(uploadID)
 	if err != nil {
 		return false, err
 	}
 	for _, n := range numbers {
-		if all[n] == nil {
+		if all[n] == nil || HollowPart(all[n]) {
 			return false, nil
 		}
 	}

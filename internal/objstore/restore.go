@@ -154,3 +154,93 @@ func (s *Store) ApplyUpdateVersion(obj *meta.Object, stamp uint64) error {
 	s.invalidate(obj.Bucket, obj.Key)
 	return nil
 }
+
+// Records restored without their bytes.
+//
+// A replica restoring a snapshot installs every record at once, and a
+// record whose bytes it does not hold yet is hollow: no extents, no inline
+// payload, and a size above zero (a delete marker is never hollow). The
+// replica fetches those bytes afterwards and fills the record in (Fill*);
+// until then the record is not to be read (OpenObject on it fails) but
+// is, for every other purpose (listings, attributes, versioning, the
+// commands that replace it), the record the snapshot holds.
+
+// ErrHollow: the record's bytes are not here yet (a hollow record).
+var ErrHollow = errors.New("objstore: the object's bytes are not here yet")
+
+// Hollow reports whether obj is a record waiting for its bytes.
+func Hollow(obj *meta.Object) bool {
+	return obj != nil && !obj.DeleteMarker && obj.Inline == nil && len(obj.Extents) == 0 && obj.Size > 0
+}
+
+// HollowPart reports whether p is a part waiting for its bytes.
+func HollowPart(p *meta.Part) bool {
+	return p != nil && len(p.Extents) == 0 && p.Size > 0
+}
+
+// FillObject gives the hollow record of bucket/key at version, current or
+// in the version table, the bytes staged in st. It reports whether it did:
+// false, changing nothing, if no hollow record of that version and size
+// is left (a command replaced it, or another fill got there first). A
+// fill is durable on return, whatever the sync policy. The caller
+// releases st if filled, else discards it.
+func (s *Store) FillObject(bucket, key string, version uint64, st *Staged) (bool, error) {
+	unlock := s.lockKey(bucket, key)
+	defer unlock()
+	b := s.meta.NewBatch()
+	defer b.Close()
+	cur, err := s.currentObject(bucket, key)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case cur != nil && cur.Version == version:
+		if !Hollow(cur) || cur.Size != st.Size {
+			return false, nil
+		}
+		cur.Extents = st.Extents
+		b.PutObject(cur)
+	default:
+		old, err := s.meta.GetVersion(bucket, key, version)
+		if errors.Is(err, meta.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if !Hollow(old) || old.Size != st.Size {
+			return false, nil
+		}
+		old.Extents = st.Extents
+		b.PutVersion(old)
+	}
+	if err := b.CommitSync(); err != nil {
+		return false, fmt.Errorf("fill %s/%s version %d: %w", bucket, key, version, err)
+	}
+	s.invalidate(bucket, key)
+	return true, nil
+}
+
+// FillPart is FillObject for a hollow part of an upload of bucket/key.
+func (s *Store) FillPart(bucket, key, uploadID string, number int, st *Staged) (bool, error) {
+	unlock := s.lockKey(bucket, key)
+	defer unlock()
+	p, err := s.meta.GetPart(uploadID, number)
+	if errors.Is(err, meta.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !HollowPart(p) || p.Size != st.Size {
+		return false, nil
+	}
+	p.Extents = st.Extents
+	b := s.meta.NewBatch()
+	defer b.Close()
+	b.PutPart(p)
+	if err := b.CommitSync(); err != nil {
+		return false, fmt.Errorf("fill part %d of %s: %w", number, uploadID, err)
+	}
+	return true, nil
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/cache"
 	"github.com/b3-storage/b3/internal/iolimit"
+	"github.com/b3-storage/b3/internal/keylock"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/vfs"
 )
@@ -93,7 +94,7 @@ type Store struct {
 	meta *meta.DB
 
 	seed       maphash.Seed
-	keyLocks   [256]sync.Mutex  // striped by owner key
+	keys       *keylock.Locks   // a key's lock: every change of its records
 	bucketLock [64]sync.RWMutex // striped by bucket: writers share, DeleteBucket excludes
 	buckets    sync.Map         // name -> *meta.Bucket; see GetBucket
 
@@ -130,7 +131,7 @@ func Open(opts Options) (*Store, error) {
 	if opts.InlineMax > MaxInline {
 		return nil, fmt.Errorf("objstore: inline maximum %d above %d", opts.InlineMax, MaxInline)
 	}
-	s := &Store{opts: opts, log: opts.Logger, seed: maphash.MakeSeed(), dead: map[uint64]int64{}, cache: opts.Cache}
+	s := &Store{opts: opts, log: opts.Logger, seed: maphash.MakeSeed(), keys: keylock.New(), dead: map[uint64]int64{}, cache: opts.Cache}
 	s.closing, s.stopClosing = context.WithCancel(context.Background())
 	var limiter blob.IOLimiter
 	if opts.Limiter != nil {
@@ -251,21 +252,7 @@ func splitOwnerKey(k []byte) (bucket, key string, ok bool) {
 }
 
 // lockKey takes the lock that serialises every change of one key's records.
-func (s *Store) lockKey(bucket, key string) func() {
-	m := &s.keyLocks[s.keyStripe(bucket, key)]
-	m.Lock()
-	return m.Unlock
-}
-
-// keyStripe is the index of the key's lock in keyLocks.
-func (s *Store) keyStripe(bucket, key string) int {
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	h.WriteString(bucket)
-	h.WriteByte(0)
-	h.WriteString(key)
-	return int(h.Sum64() % uint64(len(s.keyLocks)))
-}
+func (s *Store) lockKey(bucket, key string) func() { return s.keys.Lock(bucket, key) }
 
 func (s *Store) bucketMutex(bucket string) *sync.RWMutex {
 	return &s.bucketLock[maphash.String(s.seed, bucket)%uint64(len(s.bucketLock))]

@@ -232,6 +232,9 @@ func (s *Store) OpenVersion(ctx context.Context, bucket, key, versionID string, 
 		if obj.DeleteMarker {
 			return obj, nil, ErrDeleteMarker
 		}
+		if Hollow(obj) {
+			return obj, nil, ErrHollow
+		}
 		off, n, err := rng(obj)
 		if err != nil {
 			return obj, nil, err

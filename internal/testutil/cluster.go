@@ -304,7 +304,8 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 }
 
 // WaitConverged waits until every running node has applied as much of the
-// log as the leader.
+// log as the leader and holds the bytes of every record (none still
+// filling after a snapshot restore).
 func (c *Cluster) WaitConverged(ctx context.Context) error {
 	for {
 		l, err := c.Leader(ctx)
@@ -316,7 +317,7 @@ func (c *Cluster) WaitConverged(ctx context.Context) error {
 			done := true
 			for _, m := range st.Members {
 				for i, n := range c.Nodes {
-					if n.ID == m.ID && c.Running(i) && (!m.Healthy || m.LagEntries > 0 || m.AppliedIndex == 0) {
+					if n.ID == m.ID && c.Running(i) && (!m.Healthy || m.LagEntries > 0 || m.AppliedIndex == 0 || m.FillPending) {
 						done = false
 					}
 				}

@@ -331,18 +331,8 @@ func TestNodeRefusesForeignData(t *testing.T) {
 func TestClusterFollowerCatchUp(t *testing.T) {
 	// The background limit bounds the catch-up (fetches are background
 	// I/O); the counters below show the bytes went through that class.
-	c := testutil.StartCluster(t, testutil.ClusterOptions{Args: []string{"--background-write-limit", "8MiB"}})
-	cl := clients(c)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	const bucket = "catchup"
-	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	leader, err := c.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cl, ctx, leader := groupWithBucket(t, []string{"--background-write-limit", "8MiB"}, bucket)
 	away := (leader + 1) % 3
 	c.Kill(away)
 	want := writeMissed(ctx, t, cl[leader], bucket, 20, func(i int) int { return 10<<10 + i*7000 })

@@ -226,14 +226,15 @@ func (r *Report) Charts() map[string]func(io.Writer) error {
 		r.hlsCharts(add)
 	}
 	if len(r.System) > 0 {
-		var cpu, util, rss series
-		cpu.name, util.name, rss.name = "CPU %", "disk util %", "RSS MB"
+		var cpu, steal, util, rss series
+		cpu.name, steal.name, util.name, rss.name = "CPU %", "steal %", "disk util %", "RSS MB"
 		for _, s := range r.System {
 			cpu.points = append(cpu.points, point{float64(s.Second), s.CPUPercent})
+			steal.points = append(steal.points, point{float64(s.Second), s.Steal})
 			util.points = append(util.points, point{float64(s.Second), s.DiskUtil})
 			rss.points = append(rss.points, point{float64(s.Second), s.RSSMB})
 		}
-		add("system", lineChart{title: "local machine", xLabel: "seconds", yLabel: "%", series: []series{cpu, util}})
+		add("system", lineChart{title: "local machine", xLabel: "seconds", yLabel: "%", series: []series{cpu, steal, util}})
 		if r.System[len(r.System)-1].RSSMB > 0 {
 			add("system-rss", lineChart{title: "server RSS", xLabel: "seconds", yLabel: "MB", series: []series{rss}})
 		}

@@ -14,9 +14,14 @@ import (
 // CPU use from /proc/stat, one block device's utilisation and await from
 // /proc/diskstats (computed as iostat does), and a process's RSS.
 type SystemSample struct {
-	Second      int     `json:"second"`
-	CPUPercent  float64 `json:"cpu_percent"` // busy share of all CPUs, 0..100
-	IOWait      float64 `json:"iowait_percent"`
+	Second     int     `json:"second"`
+	CPUPercent float64 `json:"cpu_percent"` // busy share of all CPUs, 0..100, steal not included
+	IOWait     float64 `json:"iowait_percent"`
+	// Steal is the share of CPU time a virtual machine's host ran
+	// something else while this machine had work (the "steal" column of
+	// /proc/stat): neither busy nor idle here, so a stall in which the
+	// host takes the CPUs is not mistaken for this machine's own work.
+	Steal       float64 `json:"steal_percent"`
 	Device      string  `json:"device,omitempty"`
 	DiskUtil    float64 `json:"disk_util_percent"` // time the device had I/O in flight
 	DiskAwaitMS float64 `json:"disk_await_ms"`     // mean time per completed I/O
@@ -64,7 +69,7 @@ func (s *SystemSampler) loop() {
 			cpu, _ := readCPU()
 			disk, _ := readDiskStats()
 			sample := SystemSample{Second: second}
-			sample.CPUPercent, sample.IOWait = cpu.busySince(prevCPU)
+			sample.CPUPercent, sample.IOWait, sample.Steal = cpu.busySince(prevCPU)
 			if s.device == "" {
 				s.device = busiest(prevDisk, disk)
 			}
@@ -82,7 +87,7 @@ func (s *SystemSampler) loop() {
 }
 
 // cpuTimes are the aggregate "cpu" line of /proc/stat, in ticks.
-type cpuTimes struct{ total, idle, iowait uint64 }
+type cpuTimes struct{ total, idle, iowait, steal uint64 }
 
 func readCPU() (cpuTimes, error) {
 	data, err := os.ReadFile("/proc/stat")
@@ -111,18 +116,22 @@ func parseCPU(data []byte) (cpuTimes, error) {
 		case 4:
 			t.idle += v
 			t.iowait = v
+		case 7:
+			t.steal = v
 		}
 	}
 	return t, nil
 }
 
-// busySince returns the busy and iowait percentages between prev and t.
-func (t cpuTimes) busySince(prev cpuTimes) (busy, iowait float64) {
+// busySince returns the busy, iowait and steal percentages between prev
+// and t. Busy is what this machine ran: neither idle, iowait nor steal.
+func (t cpuTimes) busySince(prev cpuTimes) (busy, iowait, steal float64) {
 	dt := float64(t.total - prev.total)
 	if dt <= 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
-	return 100 * (dt - float64(t.idle-prev.idle)) / dt, 100 * float64(t.iowait-prev.iowait) / dt
+	stolen := float64(t.steal - prev.steal)
+	return 100 * (dt - float64(t.idle-prev.idle) - stolen) / dt, 100 * float64(t.iowait-prev.iowait) / dt, 100 * stolen / dt
 }
 
 // diskStat holds the /proc/diskstats counters we use.

@@ -13,8 +13,9 @@
 # files or per GiB. The 1-minute load average is recorded beside each run.
 #
 # usage: scripts/perf/mount-ab.sh OLD_B3 NEW_B3 [rounds]   (root; fio, fuse3, aws CLI)
-# Wrap it in the shared lock on a shared machine:
-#   flock /tmp/b3-measure.lock scripts/perf/mount-ab.sh /tmp/b3-old /tmp/b3-new 3
+# Wrap it in the shared lock on a shared machine (-o: the server and mounts
+# it starts must not inherit the lock):
+#   flock -o /tmp/b3-measure.lock scripts/perf/mount-ab.sh /tmp/b3-old /tmp/b3-new 3
 set -euo pipefail
 old=$1 new=$2 rounds=${3:-3}
 work=${WORK:-/tmp/b3-perf-mount-ab}

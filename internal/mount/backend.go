@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 )
 
 // object is what the mount knows of one object.
@@ -28,6 +29,8 @@ type object struct {
 type backend struct {
 	client *s3.Client
 	bucket string
+	// direct, when set, sends GetObject and PutObject (see direct.go).
+	direct *direct
 }
 
 func (b *backend) head(ctx context.Context, key string) (object, error) {
@@ -103,43 +106,94 @@ func (b *backend) hasPrefix(ctx context.Context, prefix, except string) (bool, e
 // getRange reads len(buf) bytes at off into buf, only from the object
 // version etag (412 if it changed), and returns how many arrived.
 func (b *backend) getRange(ctx context.Context, key, etag string, off int64, buf []byte) (int, error) {
-	n, _, err := b.getVersion(ctx, key, etag, off, buf)
+	n, _, err := b.get(ctx, key, etag, off, len(buf), func(n int) []byte { return buf[:n] })
 	return n, err
 }
 
-// getVersion is getRange that also returns the version read: its ETag and
-// total size (with etag "", whatever version is current).
-func (b *backend) getVersion(ctx context.Context, key, etag string, off int64, buf []byte) (int, object, error) {
-	in := &s3.GetObjectInput{Bucket: &b.bucket, Key: &key,
-		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+int64(len(buf))-1))}
-	if etag != "" {
-		in.IfMatch = &etag
+// getResponse is a GET answered: the version it reads, the length of its
+// body (-1 if unknown) and the body.
+type getResponse struct {
+	obj    object
+	length int64
+	body   io.ReadCloser
+}
+
+// get reads length bytes at off (fewer at the end of the object), only
+// from the version etag (with etag "", whatever version is current), into
+// the buffer that into returns for the number of bytes the server sends.
+// It returns how many arrived and the version read (its ETag and total
+// size). A body that ends before its Content-Length is an error, never a
+// short read.
+func (b *backend) get(ctx context.Context, key, etag string, off int64, length int, into func(n int) []byte) (int, object, error) {
+	send := b.sdkGet
+	if b.direct != nil {
+		send = b.direct.get
 	}
-	out, err := b.client.GetObject(ctx, in)
+	r, err := send(ctx, key, etag, off, length)
 	if err != nil {
 		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable && off == 0 {
 			return 0, object{}, nil // an empty object
 		}
 		return 0, object{}, err
 	}
-	defer out.Body.Close()
-	o := object{size: aws.ToInt64(out.ContentLength), mtime: aws.ToTime(out.LastModified), etag: aws.ToString(out.ETag)}
+	defer func() {
+		// Nothing is left unless the server ignored the range: drain a
+		// little, so that the connection can be used again.
+		_, _ = io.CopyN(io.Discard, r.body, 4<<10)
+		r.body.Close()
+	}()
+	want := length
+	if r.length >= 0 {
+		want = int(min(r.length, int64(length)))
+	}
+	n, err := io.ReadFull(r.body, into(want))
+	if r.length < 0 && err == io.ErrUnexpectedEOF {
+		err = nil // no length given: the body ends where the object does
+	}
+	if err != nil {
+		// A failed request, not an errno of the mount (see errnoOf).
+		return n, r.obj, &smithy.OperationError{ServiceID: "S3", OperationName: "GetObject",
+			Err: fmt.Errorf("body: %d of %d bytes: %w", n, want, err)}
+	}
+	return n, r.obj, nil
+}
+
+func (b *backend) sdkGet(ctx context.Context, key, etag string, off int64, length int) (getResponse, error) {
+	in := &s3.GetObjectInput{Bucket: &b.bucket, Key: &key,
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+int64(length)-1))}
+	if etag != "" {
+		in.IfMatch = &etag
+	}
+	out, err := b.client.GetObject(ctx, in)
+	if err != nil {
+		return getResponse{}, err
+	}
+	r := getResponse{length: aws.ToInt64(out.ContentLength), body: out.Body,
+		obj: object{size: aws.ToInt64(out.ContentLength), mtime: aws.ToTime(out.LastModified), etag: aws.ToString(out.ETag)}}
+	if out.ContentLength == nil {
+		r.length = -1
+	}
 	if cr := aws.ToString(out.ContentRange); cr != "" {
-		// "bytes first-last/total"
-		if i := strings.LastIndexByte(cr, '/'); i >= 0 {
-			if total, err := strconv.ParseInt(cr[i+1:], 10, 64); err == nil {
-				o.size = total
-			}
+		r.obj.size = rangeTotal(cr, r.obj.size)
+	}
+	return r, nil
+}
+
+// rangeTotal is the object size of a Content-Range "bytes first-last/total",
+// or def.
+func rangeTotal(cr string, def int64) int64 {
+	if i := strings.LastIndexByte(cr, '/'); i >= 0 {
+		if total, err := strconv.ParseInt(cr[i+1:], 10, 64); err == nil {
+			return total
 		}
 	}
-	n, err := io.ReadFull(out.Body, buf)
-	if err == io.ErrUnexpectedEOF || err == io.EOF {
-		err = nil
-	}
-	return n, o, err
+	return def
 }
 
 func (b *backend) put(ctx context.Context, key string, body []byte) (string, error) {
+	if b.direct != nil {
+		return b.direct.put(ctx, key, body)
+	}
 	out, err := b.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &b.bucket, Key: &key,
 		Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))})
 	if err != nil {

@@ -46,6 +46,15 @@ type Config struct {
 	// DirectIO bypasses the kernel's page cache (see openFlags).
 	DirectIO bool
 
+	// SDKRequests sends every request through the SDK client; otherwise
+	// GetObject and PutObject go as plain signed HTTP requests built
+	// from that client's configuration (direct.go).
+	SDKRequests bool
+	// SignPayload puts the SHA-256 of every body in the signature of
+	// those plain requests, as the SDK client was told to (else
+	// UNSIGNED-PAYLOAD).
+	SignPayload bool
+
 	Log   *log.Logger
 	Debug bool // log every FUSE request
 }

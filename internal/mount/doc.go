@@ -31,6 +31,12 @@
 // pooled buffers, every GET conditional on the ETag the first read found);
 // a jump resets it. Small objects are fetched whole by the first read.
 //
+// Requests (backend.go, direct.go). GetObject and PutObject, the one
+// request each small file costs, are plain net/http requests signed with
+// the SDK's signer and built from the SDK client's configuration; every
+// other request goes through the SDK. Both paths fail with the SDK's error
+// types, so errors.go cannot tell them apart.
+//
 // Errors (errors.go). S3 errors become errno values in one place: 404 is
 // ENOENT, 403 EACCES, 507 ENOSPC, everything else EIO, each logged with
 // the request id the server returned.

@@ -123,8 +123,10 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		}
 		return w, f.m.openFlags(), 0
 	}
-	// No request here: the first read pins the version it finds.
-	return f.m.newReader(key, f, acc == syscall.O_RDWR), f.m.openFlags(), 0
+	// No request here: the first read pins the version it finds. A
+	// reader's close has nothing to do: the kernel is told not to send
+	// it (one FUSE request fewer per file read).
+	return f.m.newReader(key, f, acc == syscall.O_RDWR), f.m.openFlags() | fuse.FOPEN_NOFLUSH, 0
 }
 
 // Setattr: the size can be set only to what it is, or to 0 (replace the

@@ -48,9 +48,13 @@ func Mount(ctx context.Context, client *s3.Client, dir string, cfg Config) (*Mou
 	if cfg.Log == nil {
 		cfg.Log = log.Default()
 	}
+	be := &backend{client: client, bucket: cfg.Bucket}
+	if !cfg.SDKRequests {
+		be.direct = newDirect(client, cfg.Bucket, cfg.SignPayload)
+	}
 	m := &mountFS{
 		cfg:      cfg,
-		be:       &backend{client: client, bucket: cfg.Bucket},
+		be:       be,
 		log:      cfg.Log,
 		dirs:     newDirCache(cfg.MetadataTTL, cfg.DirCacheSize),
 		writeP:   newBufferPool(cfg.PartSize, cfg.WriteBuffers),

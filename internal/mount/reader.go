@@ -56,12 +56,16 @@ func (m *mountFS) newReader(key string, node *fileNode, rdwr bool) *reader {
 
 // pin fetches the first SmallFile bytes of the current version: the whole
 // object if it is small (kept for every later read), else its ETag and
-// size for the conditional GETs that follow.
+// size for the conditional GETs that follow. The buffer is as large as
+// what the server sends, not SmallFile.
 func (r *reader) pin(ctx context.Context) syscall.Errno {
-	b := getSmall(r.m.cfg.SmallFile)
-	*b = (*b)[:r.m.cfg.SmallFile]
-	n, o, err := r.m.be.getVersion(ctx, r.key, "", 0, *b)
-	if err == nil && int64(n) != min(o.size, int64(len(*b))) {
+	var b *[]byte
+	n, o, err := r.m.be.get(ctx, r.key, "", 0, r.m.cfg.SmallFile, func(n int) []byte {
+		b = getSmall(n)
+		*b = (*b)[:n]
+		return *b
+	})
+	if err == nil && int64(n) != min(o.size, int64(r.m.cfg.SmallFile)) {
 		err = fmt.Errorf("got %d bytes of an object of %d", n, o.size)
 	}
 	if err != nil {
@@ -70,7 +74,10 @@ func (r *reader) pin(ctx context.Context) syscall.Errno {
 	}
 	r.obj, r.pinned = o, true
 	r.node.set(o)
-	if o.size <= int64(len(*b)) {
+	if b == nil {
+		b = getSmall(0) // an empty object: no body
+	}
+	if o.size <= int64(r.m.cfg.SmallFile) {
 		*b = (*b)[:n]
 		r.whole = b
 	} else {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestLargeSequentialFile writes a large file in 1 MiB writes (a
@@ -131,5 +132,46 @@ func TestParallelSmallFiles(t *testing.T) {
 	entries, err := os.ReadDir(e.path("small"))
 	if err != nil || len(entries) != writers*perWriter {
 		t.Fatalf("readdir: %d entries, %v", len(entries), err)
+	}
+}
+
+// TestReaderCloseSendsNoFlush: closing a file opened for reading costs no
+// FUSE request (the handle is opened with FOPEN_NOFLUSH: a reader's flush
+// has nothing to do), while a writer's close still reaches the mount and
+// commits.
+func TestReaderCloseSendsNoFlush(t *testing.T) {
+	e := newEnv(t, "--debug")
+	e.putObject("r", pattern(1, 128<<10))
+	for range 3 {
+		b, err := os.ReadFile(e.path("r"))
+		if err != nil || sum(b) != sum(pattern(1, 128<<10)) {
+			t.Fatalf("read through the mount: %d bytes, %v", len(b), err)
+		}
+	}
+	if err := os.WriteFile(e.path("w"), []byte("written"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.mustObject("w"); string(got) != "written" {
+		t.Fatalf("committed %q", got)
+	}
+	// go-fuse logs a request as it arrives, and the kernel sends FLUSH
+	// before close(2) returns: once the lookup made after the closes is
+	// in the log, so is every FLUSH.
+	if _, err := os.Stat(e.path("log-marker")); !os.IsNotExist(err) {
+		t.Fatalf("stat of a missing name: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(e.mount.Output.String(), `"log-marker"`) {
+		if e.mount.Exited() || time.Now().After(deadline) {
+			t.Fatal("the lookup of log-marker is not in the --debug log")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// go-fuse's own probe at mount time (its "poll hack" file, node
+	// 2^64-1) is not a file of the bucket.
+	out := strings.ReplaceAll(e.mount.Output.String(), "n18446744073709551615", "probe")
+	count := func(op string) int { return strings.Count(out, ": "+op+" n") }
+	if reads, flushes := count("READ"), count("FLUSH"); reads == 0 || flushes != 1 {
+		t.Fatalf("3 files read and 1 written: %d READ and %d FLUSH requests, want 1 FLUSH (the writer's close)", reads, flushes)
 	}
 }

@@ -47,7 +47,11 @@ start_cluster() {
 	# No web consoles: three nodes would share its default port (older
 	# binaries have no such flag).
 	local console=()
-	if "$B3_BIN" node --help 2>&1 | grep -q -- -console-address; then console=(--console-address ""); fi
+	# (The help text is read whole first: with pipefail, grep -q closing the
+	# pipe early would fail the test at random.)
+	local help
+	help=$("$B3_BIN" node --help 2>&1 || true)
+	if grep -q -- -console-address <<<"$help"; then console=(--console-address ""); fi
 	for i in 1 2 3; do
 		B3_ACCESS_KEY=$access_key B3_SECRET_KEY=$secret_key B3_ADMIN_TOKEN=bench B3_CLUSTER_SECRET=bench-cluster-secret \
 			"$B3_BIN" node --id "n$i" --data "$dir/n$i" --address "${s3[$((i - 1))]}" \

@@ -121,7 +121,12 @@ type Config struct {
 	Sync          blob.SyncPolicy
 	InlineMax     int64 // objects up to this size ride in the log entry
 	SegmentSize   int64
-	Limits        iolimit.Limits
+
+	// DirectIO writes segments with O_DIRECT where the file system allows
+	// it, as b3 server does (--direct-io).
+	DirectIO bool
+
+	Limits iolimit.Limits
 	// Pace sets how background work (vacuum, catch-up fetches) yields to
 	// clients, as in b3 server.
 	Pace            iolimit.PacerConfig
@@ -362,7 +367,7 @@ func open(cfg Config) (_ *Node, err error) {
 	n.limiter = iolimit.New(cfg.Limits, iolimit.WithPacer(n.pacer))
 	metaDir, dataDir := objstore.DefaultDirs(cfg.Root)
 	n.store, err = objstore.Open(objstore.Options{
-		MetaDir: metaDir, DataDir: dataDir, Sync: cfg.Sync, SegmentSize: cfg.SegmentSize,
+		MetaDir: metaDir, DataDir: dataDir, Sync: cfg.Sync, DirectIO: cfg.DirectIO, SegmentSize: cfg.SegmentSize,
 		Logger: cfg.Logger, Limiter: n.limiter, VacuumThreshold: cfg.VacuumThreshold, LifecycleDay: cfg.LifecycleDay,
 	})
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
@@ -193,12 +195,16 @@ func (fl *filler) done(gen uint64) (ok bool, err error) {
 // pass fetches and fills the bytes of every hollow record it finds (in one
 // meta View taken at its start) and returns how many it left hollow.
 func (fl *filler) pass(ctx context.Context) (left int, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	g := newFetchGroup(cancel, restoreParallel)
+	// At most restoreParallel fetches at once; the first error cancels
+	// the rest and ends the scan.
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(restoreParallel)
 	var gone atomic.Int64 // records left hollow
 	fill := func(ref bytesRef, install func(*objstore.Staged) (bool, error)) error {
-		return g.run(func() error {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		g.Go(func() error {
 			if !fl.hollow(ref) {
 				return nil // filled (by a read) or replaced since the view
 			}
@@ -222,6 +228,7 @@ func (fl *filler) pass(ctx context.Context) (left int, err error) {
 			fl.fetched.Add(st.Size)
 			return nil
 		})
+		return nil
 	}
 	view := fl.store.Meta().NewView()
 	defer view.Close()
@@ -254,7 +261,7 @@ func (fl *filler) pass(ctx context.Context) (left int, err error) {
 			})
 		})
 	}
-	if werr := g.wait(); err == nil {
+	if werr := g.Wait(); err == nil {
 		err = werr
 	}
 	return int(gone.Load()), err
@@ -339,54 +346,4 @@ func (n *Node) fillNow(ctx context.Context, obj *meta.Object) error {
 	}
 	st.Release()
 	return nil
-}
-
-// fetchGroup runs fetches at most n at a time; the first error cancels
-// the rest (through the pass's context) and is returned by wait.
-type fetchGroup struct {
-	cancel context.CancelFunc
-	slots  chan struct{}
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	err    error
-}
-
-func newFetchGroup(cancel context.CancelFunc, n int) *fetchGroup {
-	return &fetchGroup{cancel: cancel, slots: make(chan struct{}, n)}
-}
-
-// run starts fn once a slot is free; it returns the group's error, if
-// one has happened, instead of starting it.
-func (g *fetchGroup) run(fn func() error) error {
-	g.slots <- struct{}{}
-	if err := g.failed(); err != nil {
-		<-g.slots
-		return err
-	}
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		defer func() { <-g.slots }()
-		if err := fn(); err != nil {
-			g.mu.Lock()
-			if g.err == nil {
-				g.err = err
-				g.cancel()
-			}
-			g.mu.Unlock()
-		}
-	}()
-	return nil
-}
-
-func (g *fetchGroup) failed() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.err
-}
-
-// wait waits for every fetch started and returns the first error.
-func (g *fetchGroup) wait() error {
-	g.wg.Wait()
-	return g.failed()
 }

@@ -51,6 +51,19 @@ func getObject(ctx context.Context, c *s3.Client, bucket, key string) ([]byte, e
 	return io.ReadAll(out.Body)
 }
 
+// getRetry is getObject, retrying while the group answers 503 SlowDown,
+// as clients do (the test clients do not retry): a node just healed or
+// restarted may fail a forward to the leader for a moment.
+func getRetry(ctx context.Context, c *s3.Client, bucket, key string) ([]byte, error) {
+	for {
+		got, err := getObject(ctx, c, bucket, key)
+		if testutil.APICode(err) != "SlowDown" || ctx.Err() != nil {
+			return got, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func clients(c *testutil.Cluster) []*s3.Client {
 	ak, sk := c.Keys()
 	var out []*s3.Client

@@ -96,11 +96,11 @@ func TestClusterPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	through := c.Client(old, 10*time.Second)
-	got, err := getObject(ctx, through, bucket, "majority")
+	got, err := getRetry(ctx, through, bucket, "majority")
 	if err != nil || !bytes.Equal(got, []byte("after the cut")) {
 		t.Fatalf("the majority's write through the healed node: %q, %v", got, err)
 	}
-	if _, err := getObject(ctx, through, bucket, "split"); !notFound(err) {
+	if _, err := getRetry(ctx, through, bucket, "split"); !notFound(err) {
 		t.Fatalf("the write the cut-off leader could not commit: %v, want 404", err)
 	}
 	if err := c.Stop(); err != nil {

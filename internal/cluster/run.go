@@ -169,8 +169,8 @@ func (n *Node) printBanner(out io.Writer, lns *server.Listeners, s3URL, clusterA
 		consoleURL = lns.URL(lns.Console, lns.ConsoleCert)
 	}
 	if cfg.LogJSON {
-		attrs := []any{"node", cfg.ID, "s3_endpoint", s3URL, "cluster_address", clusterAddr, "replication", string(cfg.Replication),
-			"data", cfg.Root, "users", users}
+		attrs := []any{"node", cfg.ID, "s3_endpoint", s3URL, "cluster_address", clusterAddr, "cluster_tls", n.peerTLS != nil,
+			"replication", string(cfg.Replication), "data", cfg.Root, "users", users}
 		if adminURL != "" {
 			attrs = append(attrs, "admin_endpoint", adminURL)
 		}

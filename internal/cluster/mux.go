@@ -76,7 +76,8 @@ func (m *portMux) route(c net.Conn) {
 		refuse("it does not open with TLS and this node requires it (--cluster-tls-*): start every node with the same cluster TLS settings")
 		return
 	case isTLS:
-		tc := tls.Server(&peekedConn{Conn: c, r: br}, peerServerTLS(m.tls))
+		raw := &coalescer{Conn: &peekedConn{Conn: c, r: br}}
+		tc := tls.Server(raw, peerServerTLS(m.tls))
 		if err := tc.Handshake(); err != nil {
 			if errors.Is(err, io.EOF) { // a probe, or a dialer gone
 				c.Close()
@@ -85,7 +86,8 @@ func (m *portMux) route(c net.Conn) {
 			}
 			return
 		}
-		conn, br = tc, bufio.NewReader(tc)
+		conn = &batchedTLS{Conn: tc, raw: raw}
+		br = bufio.NewReader(conn)
 	}
 	proto, err := serverHandshake(conn, br, m.secret)
 	if err != nil {

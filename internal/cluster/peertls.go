@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 
 	"github.com/b3-storage/b3/internal/tlsreload"
@@ -90,7 +91,8 @@ func peerClientTLS(id *tlsreload.Certificate, addr string) *tls.Config {
 
 // dialTLS runs the dialer's TLS handshake on c (closed on failure).
 func dialTLS(ctx context.Context, c net.Conn, id *tlsreload.Certificate, addr string) (net.Conn, error) {
-	tc := tls.Client(c, peerClientTLS(id, addr))
+	raw := &coalescer{Conn: c}
+	tc := tls.Client(raw, peerClientTLS(id, addr))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.Close()
 		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
@@ -98,7 +100,7 @@ func dialTLS(ctx context.Context, c net.Conn, id *tlsreload.Certificate, addr st
 		}
 		return nil, fmt.Errorf("TLS handshake: %w", err)
 	}
-	return tc, nil
+	return &batchedTLS{Conn: tc, raw: raw}, nil
 }
 
 // refusedCertificate tells a TLS alert from the peer (which, in TLS 1.3,
@@ -107,4 +109,96 @@ func dialTLS(ctx context.Context, c net.Conn, id *tlsreload.Certificate, addr st
 func refusedCertificate(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "remote error"
+}
+
+// A TLS connection writes each record (16 KiB of data at most) to the
+// socket by itself: a 1 MiB block of a pushed body would take 64 system
+// calls where the plain connection takes one. So under each TLS
+// connection sits a coalescer, and batchedTLS has it collect the records
+// of one large Write and hand them to the socket in writes of up to
+// coalesceMax. Small writes (Raft's RPCs, HTTP headers) go straight
+// through, as do the records TLS writes by itself (alerts, close).
+const (
+	coalesceMax   = 256 << 10
+	recordPayload = 16 << 10
+)
+
+var coalescePool = sync.Pool{New: func() any { b := make([]byte, 0, coalesceMax+recordPayload+256); return &b }}
+
+// coalescer is the socket under a TLS connection.
+type coalescer struct {
+	net.Conn
+	mu      sync.Mutex
+	holding bool    // a batchedTLS Write is under way
+	buf     *[]byte // what it wrote so far (from coalescePool)
+	// err is the first failed write of collected records: the stream
+	// has a gap, and every later write fails (as tls does for its own).
+	err error
+}
+
+func (c *coalescer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, c.err
+	}
+	if !c.holding {
+		return c.Conn.Write(p)
+	}
+	if c.buf == nil {
+		c.buf = coalescePool.Get().(*[]byte)
+	}
+	*c.buf = append(*c.buf, p...)
+	if len(*c.buf) >= coalesceMax {
+		return len(p), c.flushLocked()
+	}
+	return len(p), nil
+}
+
+func (c *coalescer) hold() {
+	c.mu.Lock()
+	c.holding = true
+	c.mu.Unlock()
+}
+
+// release writes what was collected and returns the buffer to the pool
+// (an idle connection keeps none).
+func (c *coalescer) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holding = false
+	err := c.flushLocked()
+	if c.buf != nil {
+		coalescePool.Put(c.buf)
+		c.buf = nil
+	}
+	return err
+}
+
+func (c *coalescer) flushLocked() error {
+	if c.err != nil || c.buf == nil || len(*c.buf) == 0 {
+		return c.err
+	}
+	_, c.err = c.Conn.Write(*c.buf)
+	*c.buf = (*c.buf)[:0]
+	return c.err
+}
+
+// batchedTLS is a TLS connection whose large writes reach the socket in
+// few system calls; Write returns once they did.
+type batchedTLS struct {
+	*tls.Conn
+	raw *coalescer
+}
+
+func (c *batchedTLS) Write(p []byte) (int, error) {
+	if len(p) <= recordPayload {
+		return c.Conn.Write(p)
+	}
+	c.raw.hold()
+	n, err := c.Conn.Write(p)
+	if ferr := c.raw.release(); err == nil && ferr != nil {
+		err = ferr
+	}
+	return n, err
 }

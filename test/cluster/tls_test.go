@@ -219,7 +219,7 @@ func TestClusterTLS(t *testing.T) {
 			return nil, err
 		}
 		defer conn.Close()
-		return conn.(*tls.Conn).ConnectionState().PeerCertificates[0].SerialNumber, nil
+		return conn.(interface{ ConnectionState() tls.ConnectionState }).ConnectionState().PeerCertificates[0].SerialNumber, nil
 	}
 	if conn, err := cluster.DialPeer(ctx, addr, []byte(testutil.TestClusterSecret), identity(otherCA, both, "foreign"), 'H'); err == nil {
 		conn.Close()

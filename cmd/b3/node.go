@@ -21,8 +21,16 @@ import (
 // runNode is "b3 node": one member of a replica group (see
 // docs/CLUSTER.md), until SIGINT or SIGTERM.
 func runNode(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "certs" {
+		return runNodeCerts(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("b3 node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: b3 node --id ID --data DIR --cluster-address ADDR (--peers LIST | --join) [flags]")
+		fmt.Fprintln(stderr, "       b3 node certs --out DIR --nodes LIST   (a CA and key pairs for --cluster-tls-*)\n\nflags:")
+		fs.PrintDefaults()
+	}
 	var (
 		cfg                        cluster.Config
 		peers, replication, fsync  string
@@ -56,6 +64,9 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cluster.DefaultSnapshotInterval, "how often to check --snapshot-threshold")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cluster.DefaultTrailingLogs, "log entries kept behind a snapshot, for followers a little behind")
 	fs.StringVar(&secretFile, "cluster-secret-file", "", "file holding the cluster secret (default: B3_CLUSTER_SECRET, else the one kept in --data)")
+	fs.StringVar(&cfg.ClusterTLSCert, "cluster-tls-cert", "", "this node's certificate (PEM) for mutual TLS between nodes, with --cluster-tls-key and --cluster-tls-ca (all nodes or none; b3 node certs makes them)")
+	fs.StringVar(&cfg.ClusterTLSKey, "cluster-tls-key", "", "the key of --cluster-tls-cert (PEM)")
+	fs.StringVar(&cfg.ClusterTLSCA, "cluster-tls-ca", "", "CA certificates (PEM) the other nodes' certificates must chain to")
 	fs.StringVar(&segSize, "segment-size", "1GiB", "segment file size")
 	fs.StringVar(&lcInterval, "lifecycle-interval", "1h", "period of the leader's lifecycle pass (rule changes and a new leader start one at once)")
 	fs.Float64Var(&cfg.LifecycleRate, "lifecycle-rate", 1000, "lifecycle deletes and aborts per second (0 = unlimited)")

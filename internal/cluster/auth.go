@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/b3-storage/b3/internal/server"
+	"github.com/b3-storage/b3/internal/tlsreload"
 )
 
 // Authentication between nodes.
@@ -33,10 +34,11 @@ import (
 // role, so one cannot be reflected as the other. A listener closes a
 // connection that fails (or does not finish within handshakeTimeout)
 // without answering anything; a dialer drops a listener that fails. Then
-// the connection carries the protocol in the clear: the secret keeps
-// processes that lack it from joining the group, pushing or fetching
-// bytes, or forwarding requests; it does not hide or protect the traffic
-// on a network an attacker can read or alter (docs/SECURITY.md).
+// the connection carries the protocol: the secret keeps processes that
+// lack it from joining the group, pushing or fetching bytes, or
+// forwarding requests. It does not hide or protect the traffic on a
+// network an attacker can read or alter; with --cluster-tls-* the whole
+// exchange runs inside mutual TLS, which does (peertls.go).
 const (
 	authMagic        = "b3c1"
 	nonceSize        = 32
@@ -47,7 +49,7 @@ const (
 	secretFile   = "cluster-secret"
 )
 
-var errAuth = errors.New("cluster: peer failed authentication (not the same cluster secret?)")
+var errAuth = errors.New("cluster: peer failed authentication (not the same cluster secret? or --cluster-tls-* on one node only?)")
 
 func authMAC(secret []byte, role string, d, l []byte) []byte {
 	m := hmac.New(sha256.New, secret)
@@ -58,11 +60,19 @@ func authMAC(secret []byte, role string, d, l []byte) []byte {
 }
 
 // DialPeer opens an authenticated connection to a node's cluster address
-// for protocol proto (raftMagic or protoHTTP).
-func DialPeer(ctx context.Context, addr string, secret []byte, proto byte) (net.Conn, error) {
+// for protocol proto (raftMagic or protoHTTP): over mutual TLS with the
+// key pair and CA bundle tlsID (peertls.go), or in the clear if tlsID is
+// nil. Every connection a node opens to another goes through here.
+func DialPeer(ctx context.Context, addr string, secret []byte, tlsID *tlsreload.Certificate, proto byte) (net.Conn, error) {
 	c, err := (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 15 * time.Second}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if tlsID != nil {
+		_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+		if c, err = dialTLS(ctx, c, tlsID, addr); err != nil {
+			return nil, fmt.Errorf("dial %s: %w", addr, err)
+		}
 	}
 	if err := clientHandshake(c, secret, proto); err != nil {
 		c.Close()
@@ -80,6 +90,9 @@ func clientHandshake(c net.Conn, secret []byte, proto byte) error {
 	}
 	in := make([]byte, nonceSize+sha256.Size)
 	if _, err := io.ReadFull(c, in); err != nil {
+		if refusedCertificate(err) {
+			return fmt.Errorf("the peer refused this node's TLS certificate (not issued by a CA of its --cluster-tls-ca?): %w", err)
+		}
 		return fmt.Errorf("%w: %v", errAuth, err)
 	}
 	l, mac := in[:nonceSize], in[nonceSize:]

@@ -78,7 +78,10 @@
 //     confirm leadership (VerifyLeader). Other nodes forward, once: a
 //     forwarded request reaching a non-leader gets 503 SlowDown.
 //   - Every connection to the cluster port passes a mutual challenge on
-//     the cluster secret before a byte of Raft or HTTP (auth.go).
+//     the cluster secret before a byte of Raft or HTTP (auth.go); with
+//     --cluster-tls-* it is mutual TLS 1.3 first, and every byte after
+//     the TCP handshake is encrypted (peertls.go). Every dial to a peer
+//     goes through DialPeer.
 //   - Lifecycle expiry is decided by the leader alone and applied as
 //     expire commands naming the version found due (lifecycle.go).
 //   - Versioned writes carry the leader's decisions (marker versions, the
@@ -90,5 +93,5 @@
 //
 // The cluster-wide map of several groups and partition moves, a
 // background I/O budget for the pushes themselves (fetches use the
-// background class), encryption between nodes.
+// background class).
 package cluster

@@ -31,10 +31,12 @@ var (
 		"Age of the oldest command the leader has applied and the member has not (0: none).", []string{"member"}, nil)
 	descPrefetch = prometheus.NewDesc("b3_cluster_catchup_prefetched_bytes_total",
 		"Object bytes this node fetched from peers ahead of applying their commands (catch-up).", nil, nil)
+	descTLSExpiry = prometheus.NewDesc("b3_cluster_tls_cert_expiry_timestamp_seconds",
+		"When the certificate this node presents on its cluster port (--cluster-tls-cert, as last loaded) expires, in Unix seconds; only with cluster TLS.", nil, nil)
 )
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore, descPrefetch, descLagBytes, descLagSeconds} {
+	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore, descPrefetch, descLagBytes, descLagSeconds, descTLSExpiry} {
 		ch <- d
 	}
 }
@@ -60,6 +62,9 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descHandled, prometheus.CounterValue, float64(info.EntriesSinceStart))
 	ch <- prometheus.MustNewConstMetric(descRestore, prometheus.CounterValue, float64(info.SnapshotsRestored))
 	ch <- prometheus.MustNewConstMetric(descPrefetch, prometheus.CounterValue, float64(n.prefetched.Load()))
+	if n.peerTLS != nil {
+		gauge(descTLSExpiry, float64(n.peerTLS.Leaf().NotAfter.Unix()))
+	}
 	ctx, cancel := context.WithTimeout(n.closing, 2*time.Second)
 	defer cancel()
 	for id, lag := range n.lags(ctx) {

@@ -3,34 +3,40 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/b3-storage/b3/internal/tlsreload"
 )
 
 // One port per node (--cluster-address) carries two protocols: raft's own
 // RPCs (hashicorp/raft's TCP transport) and HTTP between nodes (object
 // bytes, fetches, forwarded S3 requests). Every connection first passes
-// the cluster-secret handshake (auth.go), whose last byte names the
-// protocol: raftMagic or protoHTTP; the listener hands it to one side or
-// the other. A connection that fails the handshake is closed unanswered.
+// TLS if the node has it (peertls.go), then the cluster-secret handshake
+// (auth.go), whose last byte names the protocol: raftMagic or protoHTTP;
+// the listener hands it to one side or the other. A connection that fails
+// the handshake is closed unanswered.
 const raftMagic = 0x01
 
 // portMux splits one listener into the raft side and the HTTP side.
 type portMux struct {
 	ln     net.Listener
 	secret []byte
+	tls    *tlsreload.Certificate // nil: no TLS (peertls.go)
 	log    *slog.Logger
 	raft   *chanListener
 	http   *chanListener
 }
 
-func newPortMux(ln net.Listener, secret []byte, log *slog.Logger) *portMux {
-	m := &portMux{ln: ln, secret: secret, log: log, raft: newChanListener(ln.Addr()), http: newChanListener(ln.Addr())}
+func newPortMux(ln net.Listener, secret []byte, tlsID *tlsreload.Certificate, log *slog.Logger) *portMux {
+	m := &portMux{ln: ln, secret: secret, tls: tlsID, log: log, raft: newChanListener(ln.Addr()), http: newChanListener(ln.Addr())}
 	go m.serve()
 	return m
 }
@@ -47,26 +53,58 @@ func (m *portMux) serve() {
 	}
 }
 
-// route authenticates one connection and sorts it by the protocol it
-// asks for.
+// route authenticates one connection (TLS first, if the node has it:
+// peertls.go) and sorts it by the protocol it asks for.
 func (m *portMux) route(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	var conn net.Conn = c
 	br := bufio.NewReader(c)
-	proto, err := serverHandshake(c, br, m.secret)
+	first, err := br.Peek(1)
+	if err != nil {
+		c.Close()
+		return
+	}
+	refuse := func(why string, attrs ...any) {
+		m.log.Warn("refused a connection to the cluster port: "+why, append([]any{"from", c.RemoteAddr().String()}, attrs...)...)
+		c.Close()
+	}
+	switch isTLS := first[0] == tlsHandshakeRecord; {
+	case isTLS && m.tls == nil:
+		refuse("it opens with TLS and this node has no --cluster-tls-*: start every node with the same cluster TLS settings")
+		return
+	case !isTLS && m.tls != nil:
+		refuse("it does not open with TLS and this node requires it (--cluster-tls-*): start every node with the same cluster TLS settings")
+		return
+	case isTLS:
+		raw := &coalescer{Conn: &peekedConn{Conn: c, r: br}}
+		tc := tls.Server(raw, peerServerTLS(m.tls))
+		if err := tc.Handshake(); err != nil {
+			if errors.Is(err, io.EOF) { // a probe, or a dialer gone
+				c.Close()
+			} else {
+				refuse("TLS handshake failed", "err", err)
+			}
+			return
+		}
+		conn = &batchedTLS{Conn: tc, raw: raw}
+		br = bufio.NewReader(conn)
+	}
+	proto, err := serverHandshake(conn, br, m.secret)
 	if err != nil {
 		if errors.Is(err, errAuth) {
 			m.log.Warn("refused a connection to the cluster port", "from", c.RemoteAddr().String(), "err", err)
 		}
-		c.Close()
+		conn.Close()
 		return
 	}
-	pc := &peekedConn{Conn: c, r: br}
+	pc := &peekedConn{Conn: conn, r: br}
 	switch proto {
 	case raftMagic:
 		m.raft.push(pc)
 	case protoHTTP:
 		m.http.push(pc)
 	default:
-		c.Close()
+		conn.Close()
 	}
 }
 
@@ -118,6 +156,7 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 type raftLayer struct {
 	*chanListener
 	secret []byte
+	tls    *tlsreload.Certificate
 }
 
 var _ raft.StreamLayer = raftLayer{}
@@ -125,7 +164,7 @@ var _ raft.StreamLayer = raftLayer{}
 func (l raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return DialPeer(ctx, string(address), l.secret, raftMagic)
+	return DialPeer(ctx, string(address), l.secret, l.tls, raftMagic)
 }
 
 var errClosed = errors.New("cluster: node closed")

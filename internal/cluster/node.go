@@ -31,6 +31,7 @@ import (
 	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/s3api"
 	"github.com/b3-storage/b3/internal/server"
+	"github.com/b3-storage/b3/internal/tlsreload"
 	"github.com/b3-storage/b3/internal/vfs"
 )
 
@@ -101,6 +102,10 @@ type Config struct {
 	// when the files change (checked every TLSCheckInterval).
 	TLSCert, TLSKey, AdminTLSCert, AdminTLSKey, ConsoleTLSCert, ConsoleTLSKey string
 	TLSCheckInterval                                                          time.Duration
+	// ClusterTLSCert, ClusterTLSKey and ClusterTLSCA (PEM files; all or
+	// none) make every connection between members mutual TLS
+	// (peertls.go), reloaded as the other key pairs are.
+	ClusterTLSCert, ClusterTLSKey, ClusterTLSCA string
 	// DrainDelay: on shutdown, /health/ready fails this long while
 	// requests are still served, before the listeners close.
 	DrainDelay time.Duration
@@ -267,6 +272,9 @@ type Node struct {
 	// startPeers is the group before raft runs (members).
 	startPeers []Peer
 	secret     []byte // the cluster secret (auth.go)
+	// peerTLS is the key pair and CA bundle of the cluster port
+	// (peertls.go); nil: no TLS between members.
+	peerTLS    *tlsreload.Certificate
 	stages     *stages
 	peerClient *http.Client
 	api        *s3api.Server
@@ -356,8 +364,13 @@ func open(cfg Config) (_ *Node, err error) {
 	if err := keepSecret(cfg.Root, secret); err != nil {
 		return nil, err
 	}
+	peerTLS, err := loadPeerTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
 	n := &Node{cfg: cfg, identity: id, log: cfg.Logger, secret: secret, stages: newStages(), registry: admin.NewRegistry(), leaderChanged: make(chan struct{}),
 		unlock: unlock, overrides: overrides, configured: configured}
+	n.peerTLS = peerTLS
 	n.closing, n.close = context.WithCancel(context.Background())
 	n.peerClient = &http.Client{Transport: n.peerTransport()}
 	if n.users, err = openUserState(cfg.Root); err != nil {
@@ -418,7 +431,7 @@ func (n *Node) raftConfig() *raft.Config {
 func (n *Node) startRaft(mux *portMux) error {
 	conf := n.raftConfig()
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: raftLayer{mux.raft, n.secret}, MaxPool: 8, Timeout: 10 * time.Second, Logger: conf.Logger,
+		Stream: raftLayer{mux.raft, n.secret, n.peerTLS}, MaxPool: 8, Timeout: 10 * time.Second, Logger: conf.Logger,
 	})
 	snaps, err := openSnapshotStore(n.cfg.Root, conf.Logger)
 	if err != nil {
@@ -613,13 +626,13 @@ func (n *Node) quorumPeers() int {
 }
 
 // peerTransport is HTTP to other members' cluster ports: every connection
-// authenticated (DialPeer), and pooled.
+// authenticated (DialPeer, over TLS if the node has it), and pooled.
 func (n *Node) peerTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	// Peers are near: a peer that does not answer a dial within 2 s is
 	// down or cut off, and the caller has better things to try.
 	t.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
-		return DialPeer(ctx, addr, n.secret, protoHTTP)
+		return DialPeer(ctx, addr, n.secret, n.peerTLS, protoHTTP)
 	}
 	// Sized for load: Go's default of 2 idle connections per host makes
 	// every burst open (and leave in TIME_WAIT) new connections.

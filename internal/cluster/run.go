@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		_ = n.shutdown()
 		return fmt.Errorf("listen on --cluster-address %s: %w", cfg.ClusterAddress, err)
 	}
-	mux := newPortMux(clusterLn, n.secret, n.log)
+	mux := newPortMux(clusterLn, n.secret, n.peerTLS, n.log)
 	// Raft restores its latest snapshot inside NewRaft (records only: the
 	// filler fetches bytes later), and a node with a Raft state first asks
 	// whether it is still a member: a signal meanwhile ends the start.
@@ -114,7 +114,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if consoleSrv := n.startConsole(lns.Console, servers[0].Handler, adminH, s3URL); consoleSrv != nil {
 		servers = append(servers, consoleSrv)
 	}
-	server.WatchCertificates(n.closing, n.log, cmp.Or(cfg.TLSCheckInterval, time.Minute), lns.Certs())
+	certs := lns.Certs()
+	if n.peerTLS != nil {
+		certs = append(certs, n.peerTLS)
+	}
+	server.WatchCertificates(n.closing, n.log, cmp.Or(cfg.TLSCheckInterval, time.Minute), certs)
 	if n.cfg.VacuumInterval > 0 { // the configured one, or a runtime override
 		n.store.StartVacuum(n.cfg.VacuumInterval)
 	}
@@ -151,7 +155,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 // JSON log line whose message is the text's first line.
 func (n *Node) printBanner(out io.Writer, lns *server.Listeners, s3URL, clusterAddr string) {
 	cfg := n.cfg
-	first := fmt.Sprintf("b3 node %s: S3 API on %s, cluster on %s (replication %s)", cfg.ID, s3URL, clusterAddr, cfg.Replication)
+	clusterOn := clusterAddr
+	if n.peerTLS != nil {
+		clusterOn += " with mutual TLS"
+	}
+	first := fmt.Sprintf("b3 node %s: S3 API on %s, cluster on %s (replication %s)", cfg.ID, s3URL, clusterOn, cfg.Replication)
 	users := UsersFile + " (root user: B3_ACCESS_KEY/B3_SECRET_KEY of the first leader, else generated)"
 	adminURL, consoleURL := "", ""
 	if lns.Admin != nil {
@@ -161,8 +169,8 @@ func (n *Node) printBanner(out io.Writer, lns *server.Listeners, s3URL, clusterA
 		consoleURL = lns.URL(lns.Console, lns.ConsoleCert)
 	}
 	if cfg.LogJSON {
-		attrs := []any{"node", cfg.ID, "s3_endpoint", s3URL, "cluster_address", clusterAddr, "replication", string(cfg.Replication),
-			"data", cfg.Root, "users", users}
+		attrs := []any{"node", cfg.ID, "s3_endpoint", s3URL, "cluster_address", clusterAddr, "cluster_tls", n.peerTLS != nil,
+			"replication", string(cfg.Replication), "data", cfg.Root, "users", users}
 		if adminURL != "" {
 			attrs = append(attrs, "admin_endpoint", adminURL)
 		}

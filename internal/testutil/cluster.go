@@ -35,7 +35,18 @@ type ClusterOptions struct {
 	// CA, if set, serves every node's S3 API over HTTPS with a certificate
 	// it issued (Cluster.TLSCert, TLSKey); the cluster's clients trust it.
 	CA *CA
+	// ClusterCA, if set, makes every connection between nodes mutual TLS
+	// (--cluster-tls-*): each node gets a certificate it issued for the
+	// host of its cluster address (Cluster.ClusterTLS).
+	ClusterCA *CA
+	// BeforeStart, if set, is called once the nodes' addresses are
+	// chosen, before the first node starts (a test that watches their
+	// ports from the first connection).
+	BeforeStart func(*Cluster)
 }
+
+// TLSFiles are a key pair and a CA bundle (PEM files).
+type TLSFiles struct{ Cert, Key, CA string }
 
 // TestClusterSecret is the cluster secret of test clusters.
 const TestClusterSecret = "test-cluster-secret-0000"
@@ -95,6 +106,10 @@ type Cluster struct {
 	// TLSCert and TLSKey are the S3 listeners' files with
 	// ClusterOptions.CA.
 	TLSCert, TLSKey string
+	// ClusterTLS holds node i's --cluster-tls-* files with
+	// ClusterOptions.ClusterCA (the zero value: none; a test may change
+	// them before a Start).
+	ClusterTLS []TLSFiles
 }
 
 // StartCluster starts a group on free loopback ports, waits until it has
@@ -139,10 +154,14 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 		}
 		c.Nodes = append(c.Nodes, n)
 		c.Secrets = append(c.Secrets, opts.Secret)
+		c.ClusterTLS = append(c.ClusterTLS, c.issuePeer(n))
 		peers = append(peers, n.ID+"="+n.ClusterAddr)
 	}
 	c.peers = strings.Join(peers, ",")
 	t.Cleanup(c.stopAll)
+	if opts.BeforeStart != nil {
+		opts.BeforeStart(c)
+	}
 	for i := range c.Nodes {
 		if err := c.Start(i); err != nil {
 			t.Fatal(err)
@@ -191,7 +210,27 @@ func (c *Cluster) Args(i int) []string {
 	if c.opts.CA != nil {
 		args = append(args, "--tls-cert", c.TLSCert, "--tls-key", c.TLSKey)
 	}
+	if f := c.ClusterTLS[i]; f != (TLSFiles{}) {
+		args = append(args, "--cluster-tls-cert", f.Cert, "--cluster-tls-key", f.Key, "--cluster-tls-ca", f.CA)
+	}
 	return append(args, c.opts.Args...)
+}
+
+// issuePeer issues n's cluster certificate with ClusterOptions.ClusterCA
+// (none without).
+func (c *Cluster) issuePeer(n *ClusterNode) TLSFiles {
+	ca := c.opts.ClusterCA
+	if ca == nil {
+		return TLSFiles{}
+	}
+	host, _, err := net.SplitHostPort(n.ClusterAddr)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	dir := filepath.Dir(n.Data)
+	f := TLSFiles{Cert: filepath.Join(dir, n.ID+"-cluster.pem"), Key: filepath.Join(dir, n.ID+"-cluster-key.pem"), CA: ca.File}
+	ca.IssuePeer(c.t, f.Cert, f.Key, host)
+	return f
 }
 
 // Start (re)starts node i with its data directory and ports.
@@ -246,6 +285,7 @@ func (c *Cluster) AddNode() (int, error) {
 		S3Addr: FreeAddr(c.t), ClusterAddr: FreeAddr(c.t), AdminAddr: FreeAddr(c.t), ConsoleAddr: FreeAddr(c.t)}
 	c.Nodes = append(c.Nodes, n)
 	c.Secrets = append(c.Secrets, c.opts.Secret)
+	c.ClusterTLS = append(c.ClusterTLS, c.issuePeer(n))
 	return i, c.Start(i)
 }
 

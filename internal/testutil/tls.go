@@ -65,17 +65,40 @@ func (ca *CA) Pool() *x509.CertPool {
 // every certificate issued.
 func (ca *CA) Issue(t testing.TB, certFile, keyFile string) *big.Int {
 	t.Helper()
+	return ca.issue(t, certFile, keyFile, &x509.Certificate{
+		Subject: pkix.Name{CommonName: "b3 test server"}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	})
+}
+
+// IssuePeer is Issue for a cluster node (--cluster-tls-cert): valid for
+// both server and client authentication, for the given hosts (IP
+// addresses become IP SANs, names DNS SANs).
+func (ca *CA) IssuePeer(t testing.TB, certFile, keyFile string, hosts ...string) *big.Int {
+	t.Helper()
+	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: "b3 test node"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	return ca.issue(t, certFile, keyFile, tmpl)
+}
+
+// issue completes tmpl (serial, a day's validity, a fresh key), signs
+// it, and writes the pair.
+func (ca *CA) issue(t testing.TB, certFile, keyFile string, tmpl *x509.Certificate) *big.Int {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	serial := big.NewInt(ca.serial.Add(1))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: "b3 test server"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
+	tmpl.SerialNumber, tmpl.KeyUsage = serial, x509.KeyUsageDigitalSignature
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,13 @@
 // connections already open keep the session they negotiated and carry on
 // undisturbed; only new handshakes present the new certificate.
 //
+// LoadMutual adds, for mutual TLS (b3 node's cluster port, where one key
+// pair both serves and dials), the bundle of CA certificates a peer's
+// certificate must chain to (Pool): it is reloaded with the pair, and
+// the pair is only put in use if its own certificate chains to the
+// bundle, for both server and client authentication (so a node never
+// presents a certificate its peers, holding the same bundle, refuse).
+//
 // Listen wraps a listener of any role (S3, admin, console) the same way,
 // offering HTTP/1.1 only over TLS 1.2 and later.
 package tlsreload

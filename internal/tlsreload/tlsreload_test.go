@@ -3,12 +3,14 @@ package tlsreload
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"log/slog"
 	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,5 +102,63 @@ func TestSwapKeepsConnections(t *testing.T) {
 	}
 	if got := get(kept); got.Cmp(first) != 0 {
 		t.Fatalf("kept connection after two renewals: serial %v, want %v", got, first)
+	}
+}
+
+// TestMutualReload: LoadMutual's CA bundle is reloaded with the pair
+// (a CA added to the bundle is trusted after Reload, and after a file
+// change seen by Watch), and a pair that does not chain to the bundle is
+// refused at load and at reload, the previous pair and bundle staying.
+func TestMutualReload(t *testing.T) {
+	ca, next := testutil.NewCA(t), testutil.NewCA(t)
+	dir := t.TempDir()
+	certFile, keyFile, caFile := filepath.Join(dir, "n1.pem"), filepath.Join(dir, "n1-key.pem"), filepath.Join(dir, "ca.pem")
+	ca.IssuePeer(t, certFile, keyFile, "127.0.0.1")
+	os.WriteFile(caFile, ca.PEM, 0o600)
+	id, err := LoadMutual(certFile, keyFile, caFile, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := id.Leaf() // (serials alone do not tell two test CAs' certificates apart)
+	trusts := func(c *testutil.CA) bool {
+		p := filepath.Join(t.TempDir(), "leaf.pem")
+		c.IssuePeer(t, p, p+".key", "127.0.0.1")
+		pair, err := tls.LoadX509KeyPair(p, p+".key")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = pair.Leaf.Verify(x509.VerifyOptions{Roots: id.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		return err == nil
+	}
+	if !trusts(ca) || trusts(next) {
+		t.Fatal("the bundle as loaded: want the first CA only")
+	}
+
+	// A pair of the next CA, while the bundle lacks it: refused.
+	next.IssuePeer(t, certFile, keyFile, "127.0.0.1")
+	if err := id.Reload(); err == nil || !strings.Contains(err.Error(), "unknown authority") {
+		t.Fatalf("a pair not chaining to the bundle: %v", err)
+	}
+	if id.Leaf() != first {
+		t.Fatal("the refused pair is in use")
+	}
+	if _, err := LoadMutual(certFile, keyFile, caFile, nil); err == nil {
+		t.Fatal("LoadMutual took a pair not chaining to the bundle")
+	}
+
+	// Both CAs in the bundle: Watch picks up the change and the pair.
+	os.WriteFile(caFile, append(append([]byte(nil), ca.PEM...), next.PEM...), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go id.Watch(ctx, 10*time.Millisecond, nil)
+	deadline := time.Now().Add(30 * time.Second)
+	for id.Leaf() == first {
+		if time.Now().After(deadline) {
+			t.Fatal("Watch did not load the new bundle and pair within 30s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !trusts(ca) || !trusts(next) {
+		t.Fatal("the reloaded bundle: want both CAs")
 	}
 }

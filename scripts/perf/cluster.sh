@@ -4,12 +4,19 @@
 # target at a time on fresh data directories:
 #   4 KiB x c16, c64;  1 MiB x c16;  64 MiB x c4;  10 s per cell.
 # The cluster is benchmarked through its leader's endpoint (FORWARD=1: a
-# follower's, adding the forwarding hop). Summaries go to OUT/*.txt.
+# follower's, adding the forwarding hop). Summaries go to OUT/*.txt, and
+# per cell the CPU seconds (user + system, /proc/PID/stat) of the server
+# or of each node and the load average to OUT/*-cpu.txt.
 #
 #   scripts/perf/cluster.sh [OUT]      (default /tmp/b3-perf/cluster-<time>)
 #
 # Environment: B3_BIN [built from this checkout], WORK [/tmp/b3-perf],
-# DURATION [10s], ROUNDS [1] (alternate single and cluster ROUNDS times).
+# DURATION [10s], ROUNDS [1] (alternate the targets ROUNDS times),
+# TARGETS ["single cluster"], CELLS [the cells above, ";"-separated, e.g.
+# "--sizes 4KiB --concurrency 64;--sizes 64MiB --concurrency 4"],
+# TLS [0] (1: the nodes talk mutual TLS, --cluster-tls-*, with
+# certificates from `b3 node certs`; target "cluster-tls" does it in the
+# same run, so TARGETS="cluster cluster-tls" alternates without and with).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -34,10 +41,11 @@ stop_cluster() {
 trap 'stop_server; stop_cluster' EXIT
 trap 'log interrupted; exit 130' INT TERM
 
-# start_cluster DIR: three nodes on free ports; sets endpoint to the
-# leader's S3 endpoint (or a follower's with FORWARD=1).
+# start_cluster DIR [TLS]: three nodes on free ports (TLS=1: with
+# --cluster-tls-*); sets endpoint to the leader's S3 endpoint (or a
+# follower's with FORWARD=1) and node_pids.
 start_cluster() {
-	local dir=$1 peers="" i
+	local dir=$1 tls=${2:-0} peers="" i
 	rm -rf "$dir" && mkdir -p "$dir"
 	local s3=() cl=() adm=()
 	for i in 1 2 3; do
@@ -52,11 +60,18 @@ start_cluster() {
 	local help
 	help=$("$B3_BIN" node --help 2>&1 || true)
 	if grep -q -- -console-address <<<"$help"; then console=(--console-address ""); fi
+	local certs=()
+	if [ "$tls" = 1 ]; then
+		"$B3_BIN" node certs --out "$dir/certs" --nodes "$peers" >/dev/null || die "b3 node certs failed (a binary without cluster TLS?)"
+	fi
 	for i in 1 2 3; do
+		if [ "$tls" = 1 ]; then
+			certs=(--cluster-tls-cert "$dir/certs/n$i.pem" --cluster-tls-key "$dir/certs/n$i-key.pem" --cluster-tls-ca "$dir/certs/ca.pem")
+		fi
 		B3_ACCESS_KEY=$access_key B3_SECRET_KEY=$secret_key B3_ADMIN_TOKEN=bench B3_CLUSTER_SECRET=bench-cluster-secret \
 			"$B3_BIN" node --id "n$i" --data "$dir/n$i" --address "${s3[$((i - 1))]}" \
 			--cluster-address "${cl[$((i - 1))]}" --peers "$peers" --admin-address "${adm[$((i - 1))]}" \
-			"${console[@]}" --log-level warn >"$out/node-n$i.log" 2>&1 &
+			"${console[@]}" "${certs[@]}" --log-level warn >"$out/node-n$i.log" 2>&1 &
 		node_pids+=($!)
 	done
 	local deadline=$((SECONDS + 60)) leader=""
@@ -78,31 +93,54 @@ start_cluster() {
 		[ $SECONDS -lt $deadline ] || die "the cluster does not serve S3"
 		sleep 0.5
 	done
-	log "cluster up: leader $leader, benchmarking through $endpoint"
+	log "cluster up (TLS=$tls): leader $leader, benchmarking through $endpoint"
+}
+
+# cpu_ticks PID...: the user + system clock ticks of each process.
+cpu_ticks() {
+	local pid
+	for pid in "$@"; do awk '{printf "%d ", $14 + $15}' "/proc/$pid/stat" 2>/dev/null || printf '0 '; done
 }
 
 cells=("--sizes 4KiB --concurrency 16,64" "--sizes 1MiB --concurrency 16" "--sizes 64MiB --concurrency 4")
+if [ -n "${CELLS:-}" ]; then IFS=';' read -r -a cells <<<"$CELLS"; fi
+targets=${TARGETS:-single cluster}
+if [ "${TLS:-0}" = 1 ]; then targets=${targets//cluster/cluster-tls}; fi
+hz=$(getconf CLK_TCK)
 {
 	echo "started: $(date -Is)"
 	echo "host: $(uname -srm), $(nproc) CPUs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "b3: $B3_BIN ($(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown))"
 } >"$out/run.txt"
 for round in $(seq "$rounds"); do
-	for target in single cluster; do
+	for target in $targets; do
 		drop_caches
-		if [ $target = single ]; then
+		case $target in
+		single)
 			start_server b3 "$work/data-single" "$out/single-server.log"
-		else
-			start_cluster "$work/data-cluster"
-		fi
+			pids=("$server_pid")
+			;;
+		cluster) start_cluster "$work/data-cluster" 0 ;;
+		cluster-tls) start_cluster "$work/data-cluster" 1 ;;
+		*) die "unknown target $target" ;;
+		esac
+		[ "$target" = single ] || pids=("${node_pids[@]}")
 		for cell in "${cells[@]}"; do
 			log "$target round $round: $cell"
+			read -r -a before <<<"$(cpu_ticks "${pids[@]}")"
+			load=$(cut -d' ' -f1 /proc/loadavg)
 			# shellcheck disable=SC2086 # the cell's arguments are meant to split
 			bench 300 peak --endpoint "$endpoint" --access-key "$access_key" --secret-key "$secret_key" \
 				--bucket b3-perf --ops upload --duration "$duration" --charts=false $cell \
 				--out "$out/$target-$round" >>"$out/$target-$round.txt"
+			read -r -a after <<<"$(cpu_ticks "${pids[@]}")"
+			cpu=""
+			for i in "${!pids[@]}"; do
+				cpu+=" $(awk -v a="${after[$i]}" -v b="${before[$i]}" -v hz="$hz" 'BEGIN{printf "%.2f", (a - b) / hz}')"
+			done
+			printf '%s\tload %s (start) %s (end)\tcpu s per process:%s\n' "$cell" "$load" "$(cut -d' ' -f1 /proc/loadavg)" "$cpu" >>"$out/$target-$round-cpu.txt"
 		done
-		if [ $target = single ]; then stop_server; else stop_cluster; fi
+		if [ "$target" = single ]; then stop_server; else stop_cluster; fi
 	done
 done
 log "done: $out"

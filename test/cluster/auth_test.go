@@ -77,10 +77,10 @@ func TestClusterAuth(t *testing.T) {
 
 	// The handshake with the secret opens the HTTP side; with another
 	// secret it fails, on the dialer's side too.
-	if _, err := cluster.DialPeer(ctx, addr, []byte("not-the-cluster-secret"), 'H'); err == nil {
+	if _, err := cluster.DialPeer(ctx, addr, []byte("not-the-cluster-secret"), nil, 'H'); err == nil {
 		t.Fatal("a dialer with the wrong secret was let in")
 	}
-	conn, err := cluster.DialPeer(ctx, addr, []byte(testutil.TestClusterSecret), 'H')
+	conn, err := cluster.DialPeer(ctx, addr, []byte(testutil.TestClusterSecret), nil, 'H')
 	if err != nil {
 		t.Fatalf("a dialer with the cluster secret: %v", err)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -404,6 +406,46 @@ func adminClusterAdd(a *adminCall) (any, func(io.Writer), error) {
 func adminClusterRemove(a *adminCall) (any, func(io.Writer), error) {
 	ch, err := a.c.RemoveClusterMember(a.ctx, a.arg(0))
 	return ch, func(w io.Writer) { printClusterChange(w, ch) }, err
+}
+
+// adminClusterDeclareLost shows what the group's leader waits for, asks
+// for a confirmation (unless --yes), and has the leader declare it lost.
+func adminClusterDeclareLost(a *adminCall) (any, func(io.Writer), error) {
+	st, err := a.c.ClusterStatus(a.ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var m *admin.ClusterMissing
+	for _, mb := range st.Members {
+		if mb.ID == st.Leader && st.Leader != "" {
+			m = mb.MissingBytes
+		}
+	}
+	switch {
+	case st.Leader == "":
+		return nil, nil, errors.New("the group has no leader now (b3 admin cluster status): retry once one is elected")
+	case m == nil:
+		return nil, nil, fmt.Errorf("the leader (%s) waits for no bytes: nothing to declare lost", st.Leader)
+	}
+	fmt.Fprintf(a.stderr, "leader %s: ", st.Leader)
+	printMissing(a.stderr, *m)
+	fmt.Fprintf(a.stderr, "Declaring them lost removes %s/%s version %s from every node, as a DELETE of that version would", m.Bucket, m.Key, m.VersionID)
+	if m.UploadID != "" {
+		fmt.Fprintf(a.stderr, " (a lost part aborts upload %s)", m.UploadID)
+	}
+	fmt.Fprintln(a.stderr, "; a node that still holds the bytes discards them. It cannot be undone.")
+	if !a.flags.yes {
+		fmt.Fprint(a.stderr, "Declare these bytes lost? Type yes to go on: ")
+		line, _ := bufio.NewReader(a.stdin).ReadString('\n')
+		if strings.TrimSpace(line) != "yes" {
+			return nil, nil, errors.New("not declared: the answer was not yes (--yes does not ask)")
+		}
+	}
+	res, err := a.c.DeclareLost(a.ctx, *m)
+	return res, func(w io.Writer) {
+		fmt.Fprintf(w, "declared lost at log index %d: the bytes of log index %d (%s/%s version %s); the group goes on\n",
+			res.DeclaredIndex, res.Index, res.Bucket, res.Key, res.VersionID)
+	}, err
 }
 
 func yesNo(b bool) string {

@@ -31,10 +31,14 @@ var (
 		"Age of the oldest command the leader has applied and the member has not (0: none).", []string{"member"}, nil)
 	descPrefetch = prometheus.NewDesc("b3_cluster_catchup_prefetched_bytes_total",
 		"Object bytes this node fetched from peers ahead of applying their commands (catch-up).", nil, nil)
+	descBlocked = prometheus.NewDesc("b3_cluster_apply_blocked_seconds",
+		"How long this node's state machine has waited at one command for object bytes that no member it asked gave (0: it does not wait); on the leader the group serves nothing meanwhile (b3 admin cluster status, declare-lost).", nil, nil)
+	descBlockedIndex = prometheus.NewDesc("b3_cluster_apply_blocked_index",
+		"Log index of the command whose bytes this node's state machine waits for (0: none).", nil, nil)
 )
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore, descPrefetch, descLagBytes, descLagSeconds} {
+	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore, descPrefetch, descLagBytes, descLagSeconds, descBlocked, descBlockedIndex} {
 		ch <- d
 	}
 }
@@ -60,6 +64,12 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descHandled, prometheus.CounterValue, float64(info.EntriesSinceStart))
 	ch <- prometheus.MustNewConstMetric(descRestore, prometheus.CounterValue, float64(info.SnapshotsRestored))
 	ch <- prometheus.MustNewConstMetric(descPrefetch, prometheus.CounterValue, float64(n.prefetched.Load()))
+	var blocked, blockedIndex float64
+	if m := info.MissingBytes; m != nil {
+		blocked, blockedIndex = m.WaitedSeconds, float64(m.Index)
+	}
+	gauge(descBlocked, blocked)
+	gauge(descBlockedIndex, blockedIndex)
 	ctx, cancel := context.WithTimeout(n.closing, 2*time.Second)
 	defer cancel()
 	for id, lag := range n.lags(ctx) {

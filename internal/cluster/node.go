@@ -486,6 +486,9 @@ func (n *Node) watchLeadership() {
 		if n.raft.CurrentTerm() != term || n.raft.State() != raft.Leader {
 			continue
 		}
+		if n.fsm.lostUntil.Load() > n.fsm.applied.Load() {
+			continue // a record declared lost is still hollow here: another barrier, past its declaration (lost.go)
+		}
 		n.readyTerm.Store(term)
 		n.log.Info("leading", "term", term)
 		if _, ok := n.users.root(); !ok {
@@ -546,7 +549,9 @@ func (n *Node) proposeResult(c *command) applyResult {
 	case <-time.After(applyTimeout):
 		return applyResult{err: fmt.Errorf("%w: no commit within %s", errNoQuorum, applyTimeout)}
 	}
-	return f.Response().(applyResult)
+	res := f.Response().(applyResult)
+	res.index = f.Index()
+	return res
 }
 
 // followers returns the other voters' cluster addresses: those that

@@ -31,7 +31,7 @@ func documentedShapes(t *testing.T) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile("(?s)`b3 admin ([a-z ]+?) --json`[^`]*?:\\s*```json\n(.*?)```")
+	re := regexp.MustCompile("(?s)`b3 admin ([a-z -]+?) --json`[^`]*?:\\s*```json\n(.*?)```")
 	out := map[string]any{}
 	for _, m := range re.FindAllSubmatch(doc, -1) {
 		var v any

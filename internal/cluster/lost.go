@@ -38,8 +38,11 @@ import (
 // coming back) declares them lost: `b3 admin cluster declare-lost`
 // proposes, through the leader and Raft's ordinary Apply, a command
 // opDeclareLost naming the waiting command's index and object. Raft
-// commits it although the state machines wait (raft buffers committed
-// entries ahead of the state machine), and then:
+// commits it although the state machines wait: Raft's own loop appends,
+// replicates and commits, and queues what is committed for the state
+// machine (128 batches of up to MaxAppendEntries entries each; once the
+// group has stopped few entries come: the new leader's no-op and
+// barrier, the declaration), and then:
 //
 //   - at the waiting command (index i): the apply, which reads the
 //     committed log after i while it waits (declaredLost), sees the

@@ -67,8 +67,8 @@ import (
 //     apply waits at, after asking every other member at least once, and
 //     only for the object the operator was shown (proposeLost).
 //   - Between i and j the record is hollow on the nodes that lacked the
-//     bytes, and no node serves it: a leader whose apply installed such
-//     a record serves only once it has applied the declaration too
+//     bytes, and no node serves it: a leader whose apply saw the
+//     declaration while it waited serves only once it has applied it
 //     (fsm.lostUntil, checked by watchLeadership after its barrier); a
 //     peer asking for the bytes of a hollow record is told "not yet",
 //     never "gone".
@@ -182,12 +182,12 @@ func (f *fsm) fetchApplying(c *command, ref bytesRef) (*objstore.Staged, error) 
 			if l, j = f.declaredLost(ref.Index); l == nil {
 				continue
 			}
+			f.noteLost(j)
 			cancel()
 			if r := <-done; r.err == nil {
 				return r.st, nil
 			}
 		}
-		f.noteLost(j)
 		f.log.Warn("the bytes this command waits for were declared lost: its record is installed without them until the declaration removes it",
 			"index", ref.Index, "bucket", ref.Bucket, "key", ref.Key, "version", ref.Version, "declared_at", j, "declared_by", l.Actor)
 		return nil, errLost

@@ -167,6 +167,12 @@ func TestClusterDeclareLost(t *testing.T) {
 		// leader's next entries, and goes on.
 		waitFor(ctx, t, c.Nodes[i].ID+" to go past the lost command", func() bool { return member(t, c, i).MissingBytes == nil })
 	}
+	if got := mustMetric(t, c, leader, "b3_cluster_apply_blocked_seconds"); got != 0 {
+		t.Fatalf("b3_cluster_apply_blocked_seconds = %v once the group goes on, want 0", got)
+	}
+	if log := c.Nodes[other].Proc.Output.String(); !strings.Contains(log, "action=cluster.declare-lost") || !strings.Contains(log, "key=gone") {
+		t.Fatalf("%s, which took the declaration, did not audit it:\n%s", c.Nodes[other].ID, log)
+	}
 	if out, err := c.AdminCLI(ctx, leader, "cluster", "declare-lost", "--yes"); err == nil || !strings.Contains(err.Error(), "waits for no bytes") {
 		t.Fatalf("declare-lost with nothing missing: %v\n%s", err, out)
 	}

@@ -191,7 +191,7 @@ func TestAdminJSONShapes(t *testing.T) {
 	ch, _ := json.Marshal(admin.ClusterChange{})
 	check(t, "cluster add", docs, string(ch))
 	check(t, "cluster remove", docs, string(ch))
-	lost, _ := json.Marshal(admin.ClusterLost{})
+	lost, _ := json.Marshal([]admin.ClusterLost{{}})
 	check(t, "cluster declare-lost", docs, string(lost))
 	for _, cmd := range adminCommands() {
 		if !ran[cmd.name] && !strings.HasPrefix(cmd.name, "cluster ") {

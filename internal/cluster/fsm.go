@@ -62,10 +62,9 @@ type fsm struct {
 
 // applyResult is what Apply returns to the proposer (on the leader).
 type applyResult struct {
-	obj   *meta.Object
-	del   objstore.DeleteResult // of a deletion (versioning.go)
-	err   error
-	index uint64 // the command's log index (set by proposeResult)
+	obj *meta.Object
+	del objstore.DeleteResult // of a deletion (versioning.go)
+	err error
 }
 
 func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }

@@ -413,8 +413,11 @@ func writeLost(w http.ResponseWriter, out admin.ClusterLost, err error, fail fun
 }
 
 // proposeLost declares lost the bytes this leader's apply waits for, if
-// they are those of req, and returns once the declaration is applied
-// here (the apply goes past the waiting command first).
+// they are those of req, and returns once its apply has gone past that
+// command. It does not wait for the declaration itself to be applied: a
+// leader that died with several writes' bytes leaves the apply stopped
+// again at the next one, before the declaration, until that one is
+// declared too.
 func (n *Node) proposeLost(req lostRequest) (admin.ClusterLost, error) {
 	m := n.fsm.waiting.Load()
 	if m == nil {
@@ -428,10 +431,31 @@ func (n *Node) proposeLost(req lostRequest) (admin.ClusterLost, error) {
 		UploadID: m.ref.UploadID, Part: m.ref.Part, Actor: req.Actor}
 	n.log.Warn("declaring object bytes lost", "lost_index", l.Index, "op", string(l.Op), "bucket", l.Bucket, "key", l.Key,
 		"version", l.Version, "upload_id", l.UploadID, "part", l.Part, "declared_by", l.Actor)
-	res := n.proposeResult(&command{Op: opDeclareLost, Lost: l})
 	out := admin.ClusterLost{Index: l.Index, Op: string(l.Op), Bucket: l.Bucket, Key: l.Key, Version: l.Version,
-		VersionID: fmt.Sprintf("%016x", l.Version), UploadID: l.UploadID, Part: l.Part, DeclaredIndex: res.index, Leader: n.cfg.ID}
-	return out, res.err
+		VersionID: fmt.Sprintf("%016x", l.Version), UploadID: l.UploadID, Part: l.Part, Leader: n.cfg.ID}
+	f := n.raft.Apply((&command{Op: opDeclareLost, Lost: l}).encode(), applyTimeout)
+	applied := make(chan error, 1)
+	go func() { applied <- f.Error() }()
+	t := time.NewTicker(lostPoll / 5)
+	defer t.Stop()
+	timeout := time.After(applyTimeout)
+	for {
+		select {
+		case err := <-applied:
+			if err != nil {
+				return out, fmt.Errorf("%w: %v", errNoQuorum, err)
+			}
+			out.DeclaredIndex = f.Index()
+			return out, nil
+		case <-t.C:
+			if n.fsm.applied.Load() >= l.Index { // past it: the declaration is committed (lostUntil is its index)
+				out.DeclaredIndex = n.fsm.lostUntil.Load()
+				return out, nil
+			}
+		case <-timeout:
+			return out, fmt.Errorf("%w: the apply did not go past log index %d within %s", errNoQuorum, l.Index, applyTimeout)
+		}
+	}
 }
 
 // notServing is why a node that is Raft's leader does not serve yet:

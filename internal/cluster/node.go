@@ -549,9 +549,7 @@ func (n *Node) proposeResult(c *command) applyResult {
 	case <-time.After(applyTimeout):
 		return applyResult{err: fmt.Errorf("%w: no commit within %s", errNoQuorum, applyTimeout)}
 	}
-	res := f.Response().(applyResult)
-	res.index = f.Index()
-	return res
+	return f.Response().(applyResult)
 }
 
 // followers returns the other voters' cluster addresses: those that

@@ -18,18 +18,19 @@ import (
 	"github.com/b3-storage/b3/internal/testutil"
 )
 
-// TestClusterDeclareLost: in async mode the leader acknowledges a PUT
+// TestClusterDeclareLost: in async mode the leader acknowledges two PUTs
 // whose bytes no follower got yet (their disks are held to 4 KiB/s
 // through b3 admin limits set), and dies with its disk (SIGKILL, data
 // directory moved away). The group elects a leader that cannot apply the
-// committed PUT: every request gets 503 SlowDown saying why, and cluster
-// status, its JSON and the metrics name the command, the object and the
-// members asked. declare-lost refuses without a "yes", then declares the
-// bytes lost through a follower (forwarded to the leader); the group
-// serves again: the lost object answers 404 NoSuchKey through every node
-// and is not listed, every other object reads back identical, writes
-// succeed. The old leader, back with its disk (which holds the bytes),
-// removes that version too: every node's store ends the same.
+// first committed PUT: every request gets 503 SlowDown saying why, and
+// cluster status, its JSON and the metrics name the command, the object
+// and the members asked. declare-lost refuses without a "yes", then
+// declares the bytes lost through a follower (forwarded to the leader),
+// both writes in turn; the group serves again: the lost objects answer
+// 404 NoSuchKey through every node and are not listed, every other object
+// reads back identical, writes succeed. The old leader, back with its
+// disk (which holds the bytes), removes those versions too: every node's
+// store ends the same.
 func TestClusterDeclareLost(t *testing.T) {
 	c := testutil.StartCluster(t, testutil.ClusterOptions{Replication: "async"})
 	cl := clients(c)
@@ -58,8 +59,11 @@ func TestClusterDeclareLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := cl[old].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("gone"), Body: bytes.NewReader(randomBytes(4, 2<<20))}); err != nil {
-		t.Fatalf("PutObject gone: %v", err)
+	lostKeys := []string{"gone", "gone2"}
+	for i, key := range lostKeys {
+		if _, err := cl[old].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(randomBytes(uint64(10+i), 2<<20))}); err != nil {
+			t.Fatalf("PutObject %s: %v", key, err)
+		}
 	}
 	c.Kill(old)
 	away := c.Nodes[old].Data + ".away"
@@ -119,8 +123,10 @@ func TestClusterDeclareLost(t *testing.T) {
 	if member(t, c, leader).MissingBytes == nil {
 		t.Fatal("the leader waits for nothing after a declaration refused")
 	}
-	out, err = c.AdminCLIInput(ctx, other, "yes\n", "cluster", "declare-lost")
-	if err != nil || !strings.Contains(string(out), "declared lost at log index") {
+	// Both lost writes, one after the other: the command watches for the
+	// next one once it declared the first, and asks again.
+	out, err = c.AdminCLIInput(ctx, other, "yes\nyes\n", "cluster", "declare-lost")
+	if err != nil || strings.Count(string(out), "declared lost at log index") != 2 || !strings.Contains(string(out), bucket+"/gone2 version") {
 		t.Fatalf("declare-lost: %v\n%s", err, out)
 	}
 	t.Logf("b3 admin cluster declare-lost: %s", out)
@@ -138,9 +144,10 @@ func TestClusterDeclareLost(t *testing.T) {
 	checkServed := func(nodes []int) {
 		t.Helper()
 		for _, i := range nodes {
-			_, err := getRetry(ctx, cl[i], bucket, "gone")
-			if testutil.APICode(err) != "NoSuchKey" {
-				t.Fatalf("GET of the lost object through %s: %v, want 404 NoSuchKey", c.Nodes[i].ID, err)
+			for _, key := range lostKeys {
+				if _, err := getRetry(ctx, cl[i], bucket, key); testutil.APICode(err) != "NoSuchKey" {
+					t.Fatalf("GET of the lost object %s through %s: %v, want 404 NoSuchKey", key, c.Nodes[i].ID, err)
+				}
 			}
 			for key, body := range want {
 				got, err := getRetry(ctx, cl[i], bucket, key)
@@ -156,7 +163,7 @@ func TestClusterDeclareLost(t *testing.T) {
 			for _, o := range list.Contents {
 				keys = append(keys, aws.ToString(o.Key))
 			}
-			if len(keys) != len(want) || slices.Contains(keys, "gone") {
+			if len(keys) != len(want) || slices.Contains(keys, "gone") || slices.Contains(keys, "gone2") {
 				t.Fatalf("LIST through %s: %v, want the %d objects not lost", c.Nodes[i].ID, keys, len(want))
 			}
 		}

@@ -63,6 +63,8 @@ func adminCommands() []adminCommand {
 		{name: "cluster status", summary: "members of the replica group, health, leader, term, lag (b3 node)", run: adminClusterStatus},
 		{name: "cluster add", args: "<id>=<host:port>", summary: "add the node waiting at that cluster address (b3 node --join)", nargs: [2]int{1, 1}, run: adminClusterAdd},
 		{name: "cluster remove", args: "<id>", summary: "remove a member; it stops serving", nargs: [2]int{1, 1}, run: adminClusterRemove},
+		{name: "cluster declare-lost", summary: "the group waits for object bytes no member holds: remove that version everywhere so it goes on (asks first; --yes)",
+			flags: []string{"yes"}, run: adminClusterDeclareLost},
 	}
 }
 
@@ -79,8 +81,8 @@ type adminFlags struct {
 	url, token, caCert, data, config string
 	json                             bool
 	// command flags
-	objects, force bool
-	newOwner, size string
+	objects, force, yes bool
+	newOwner, size      string
 }
 
 func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
@@ -95,7 +97,8 @@ func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
 	fs.BoolVar(&f.force, "force", false, "users remove: leave the user's buckets to the root user; buckets delete: delete the contents too")
 	fs.StringVar(&f.newOwner, "new-owner", "", "users remove: access key that gets the user's buckets")
 	fs.StringVar(&f.size, "size", "", "cache set: the object cache's new size (bytes, KiB MiB GiB; 0 = off)")
-	return map[string]bool{"objects": true, "force": true, "new-owner": true, "size": true}
+	fs.BoolVar(&f.yes, "yes", false, "cluster declare-lost: do not ask for a confirmation")
+	return map[string]bool{"objects": true, "force": true, "new-owner": true, "size": true, "yes": true}
 }
 
 // adminConfig is the file `b3 admin` reads its connection from when
@@ -122,6 +125,7 @@ type adminCall struct {
 	c      *admin.Client
 	args   []string
 	flags  *adminFlags
+	stdin  io.Reader // a confirmation's answer
 	stderr io.Writer
 }
 
@@ -212,7 +216,7 @@ func runAdmin(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	result, table, err := cmd.run(&adminCall{ctx: ctx, c: c, args: rest, flags: &f, stderr: stderr})
+	result, table, err := cmd.run(&adminCall{ctx: ctx, c: c, args: rest, flags: &f, stdin: os.Stdin, stderr: stderr})
 	var ue usageError
 	switch {
 	case errors.As(err, &ue):

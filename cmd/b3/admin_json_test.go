@@ -31,7 +31,7 @@ func documentedShapes(t *testing.T) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile("(?s)`b3 admin ([a-z ]+?) --json`[^`]*?:\\s*```json\n(.*?)```")
+	re := regexp.MustCompile("(?s)`b3 admin ([a-z -]+?) --json`[^`]*?:\\s*```json\n(.*?)```")
 	out := map[string]any{}
 	for _, m := range re.FindAllSubmatch(doc, -1) {
 		var v any
@@ -191,6 +191,8 @@ func TestAdminJSONShapes(t *testing.T) {
 	ch, _ := json.Marshal(admin.ClusterChange{})
 	check(t, "cluster add", docs, string(ch))
 	check(t, "cluster remove", docs, string(ch))
+	lost, _ := json.Marshal([]admin.ClusterLost{{}})
+	check(t, "cluster declare-lost", docs, string(lost))
 	for _, cmd := range adminCommands() {
 		if !ran[cmd.name] && !strings.HasPrefix(cmd.name, "cluster ") {
 			t.Errorf("b3 admin %s: not run by this test (add it to the script and its JSON to docs/OPERATIONS.md)", cmd.name)

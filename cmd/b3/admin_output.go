@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -404,6 +406,103 @@ func adminClusterAdd(a *adminCall) (any, func(io.Writer), error) {
 func adminClusterRemove(a *adminCall) (any, func(io.Writer), error) {
 	ch, err := a.c.RemoveClusterMember(a.ctx, a.arg(0))
 	return ch, func(w io.Writer) { printClusterChange(w, ch) }, err
+}
+
+// adminClusterDeclareLost shows what the group's leader waits for, asks
+// for a confirmation (unless --yes), and has the leader declare it lost;
+// then it watches whether the leader stops at a later write whose bytes
+// are lost too (a leader that died with several), and does the same for
+// each.
+func adminClusterDeclareLost(a *adminCall) (any, func(io.Writer), error) {
+	answers := bufio.NewReader(a.stdin)
+	done := []admin.ClusterLost{}
+	table := func(w io.Writer) {
+		for _, res := range done {
+			fmt.Fprintf(w, "declared lost at log index %d: the bytes of log index %d (%s/%s version %s)\n",
+				res.DeclaredIndex, res.Index, res.Bucket, res.Key, res.VersionID)
+		}
+		fmt.Fprintln(w, "the group goes on (b3 admin cluster status)")
+	}
+	for {
+		leader, m, err := leaderWaits(a, done)
+		switch {
+		case err != nil && len(done) > 0:
+			return done, nil, fmt.Errorf("%d declared, then: %w", len(done), err)
+		case err != nil:
+			return nil, nil, err
+		case m == nil && len(done) == 0:
+			return nil, nil, fmt.Errorf("the leader (%s) waits for no bytes: nothing to declare lost", leader)
+		case m == nil:
+			return done, table, nil
+		}
+		fmt.Fprintf(a.stderr, "leader %s: ", leader)
+		printMissing(a.stderr, *m)
+		fmt.Fprintf(a.stderr, "Declaring them lost removes %s/%s version %s from every node, as a DELETE of that version would", m.Bucket, m.Key, m.VersionID)
+		if m.UploadID != "" {
+			fmt.Fprintf(a.stderr, " (a lost part aborts upload %s)", m.UploadID)
+		}
+		fmt.Fprintln(a.stderr, "; a node that still holds the bytes discards them. It cannot be undone.")
+		if !a.flags.yes {
+			fmt.Fprint(a.stderr, "Declare these bytes lost? Type yes to go on: ")
+			line, _ := answers.ReadString('\n')
+			if strings.TrimSpace(line) != "yes" {
+				err := errors.New("not declared: the answer was not yes (--yes does not ask)")
+				if len(done) > 0 {
+					return done, nil, fmt.Errorf("%d declared, then %w", len(done), err)
+				}
+				return nil, nil, err
+			}
+		}
+		res, err := a.c.DeclareLost(a.ctx, *m)
+		if err != nil {
+			if len(done) > 0 {
+				return done, nil, fmt.Errorf("%d declared, then: %w", len(done), err)
+			}
+			return nil, nil, err
+		}
+		done = append(done, res)
+		fmt.Fprintf(a.stderr, "declared lost at log index %d; watching %s whether the leader stops at another write whose bytes are lost\n",
+			res.DeclaredIndex, lostFollow)
+	}
+}
+
+// lostFollow is how long declare-lost watches, after a declaration,
+// whether the leader stops at a later command: it reaches it, and asks
+// every member, within seconds.
+const lostFollow = 8 * time.Second
+
+// leaderWaits returns the group's leader and what its apply waits for
+// (nil: nothing); after declarations (done), what it waits for at a later
+// command, watched for lostFollow.
+func leaderWaits(a *adminCall, done []admin.ClusterLost) (string, *admin.ClusterMissing, error) {
+	deadline := time.Now().Add(lostFollow)
+	for {
+		st, err := a.c.ClusterStatus(a.ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		var m *admin.ClusterMissing
+		for _, mb := range st.Members {
+			if st.Leader != "" && mb.ID == st.Leader {
+				m = mb.MissingBytes
+			}
+		}
+		switch {
+		case len(done) == 0 && st.Leader == "":
+			return "", nil, errors.New("the group has no leader now (b3 admin cluster status): retry once one is elected")
+		case len(done) == 0:
+			return st.Leader, m, nil
+		case m != nil && m.Index > done[len(done)-1].Index:
+			return st.Leader, m, nil
+		case time.Now().After(deadline):
+			return st.Leader, nil, nil
+		}
+		select {
+		case <-a.ctx.Done():
+			return "", nil, a.ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 func yesNo(b bool) string {

@@ -190,4 +190,28 @@ func printClusterStatus(w io.Writer, st admin.ClusterStatus) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.1f\t%d\n", m.ID, m.ClusterAddress, health, state, m.AppliedIndex, m.LagEntries, m.LagSeconds, m.PendingPushBytes)
 	}
 	_ = tw.Flush()
+	for _, m := range st.Members {
+		if m.MissingBytes == nil {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: ", m.ID)
+		printMissing(w, *m.MissingBytes)
+		if m.ID == st.Leader {
+			fmt.Fprintln(w, "The group applies and serves nothing until it gets them (503 SlowDown). If the node that held them")
+			fmt.Fprintln(w, "is gone for good, declare them lost: b3 admin cluster declare-lost (docs/CLUSTER.md)")
+		}
+	}
+}
+
+// printMissing says what a member's apply waits for, and whom it asked.
+func printMissing(w io.Writer, m admin.ClusterMissing) {
+	what := fmt.Sprintf("%s/%s version %s", m.Bucket, m.Key, m.VersionID)
+	if m.UploadID != "" {
+		what = fmt.Sprintf("part %d of upload %s of %s/%s", m.Part, m.UploadID, m.Bucket, m.Key)
+	}
+	fmt.Fprintf(w, "the apply has waited %s at log index %d (%s) for the bytes of %s (%d bytes), which no member it asked gave:\n",
+		(time.Duration(m.WaitedSeconds) * time.Second).String(), m.Index, m.Op, what, m.Size)
+	for _, a := range m.Asked {
+		fmt.Fprintf(w, "  %s (%s): %s\n", a.ID, a.Address, a.Answer)
+	}
 }

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 )
@@ -15,8 +16,17 @@ const ActorHeader = "X-B3-Actor"
 // where, and the change's own attributes. Every handler that changes
 // state calls it once the change is made.
 func (s *Server) audit(r *http.Request, action string, attrs ...any) {
-	s.cfg.Logger.Info("audit", append([]any{"action", action, "actor", actor(r), "remote", r.RemoteAddr}, attrs...)...)
+	Audit(s.cfg.Logger, r, action, attrs...)
 }
+
+// Audit logs one admin change to log as Server's handlers do, for admin
+// handlers of other packages (b3 node's cluster commands).
+func Audit(log *slog.Logger, r *http.Request, action string, attrs ...any) {
+	log.Info("audit", append([]any{"action", action, "actor", Actor(r), "remote", r.RemoteAddr}, attrs...)...)
+}
+
+// Actor is who the request says is behind it (ActorHeader), sanitized.
+func Actor(r *http.Request) string { return actor(r) }
 
 func actor(r *http.Request) string {
 	a := strings.TrimSpace(r.Header.Get(ActorHeader))

@@ -61,6 +61,61 @@ type ClusterMember struct {
 	Suffrage  string `json:"suffrage,omitempty"`
 	Waiting   bool   `json:"waiting,omitempty"`
 	ClusterID string `json:"cluster_id,omitempty"`
+	// MissingBytes: the member's state machine cannot apply the command at
+	// MissingBytes.Index, whose object bytes no member it asked gave (nil:
+	// it waits for none). On the leader, the group serves nothing
+	// meanwhile; b3 admin cluster declare-lost is the way on.
+	MissingBytes *ClusterMissing `json:"missing_bytes,omitempty"`
+}
+
+// ClusterMissing is what a member's apply waits for.
+type ClusterMissing struct {
+	Index     uint64 `json:"index"` // the command's log index
+	Op        string `json:"op"`    // put, put-part, complete
+	Bucket    string `json:"bucket"`
+	Key       string `json:"key"`
+	Version   uint64 `json:"version"`
+	VersionID string `json:"version_id"` // the version as S3 shows it in a versioned bucket
+	UploadID  string `json:"upload_id,omitempty"`
+	Part      int    `json:"part,omitempty"`
+	Size      int64  `json:"size"`
+	// Since is when the apply began to wait; WaitedSeconds how long ago.
+	Since         time.Time `json:"since"`
+	WaitedSeconds float64   `json:"waited_seconds"`
+	// Asked is every other member asked in the last round, and its answer.
+	Asked []ClusterAsked `json:"asked"`
+}
+
+// ClusterAsked is one member's answer to a fetch of missing bytes.
+type ClusterAsked struct {
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	Answer  string `json:"answer"`
+}
+
+// ClusterLost is the answer to POST /admin/v1/cluster/lost: the bytes
+// of the command at Index were declared lost by the command at
+// DeclaredIndex, applied on the leader.
+type ClusterLost struct {
+	Index         uint64 `json:"index"`
+	Op            string `json:"op"`
+	Bucket        string `json:"bucket"`
+	Key           string `json:"key"`
+	Version       uint64 `json:"version"`
+	VersionID     string `json:"version_id"`
+	UploadID      string `json:"upload_id,omitempty"`
+	Part          int    `json:"part,omitempty"`
+	DeclaredIndex uint64 `json:"declared_index"`
+	Leader        string `json:"leader"`
+}
+
+// DeclareLost has the group's leader declare lost the bytes m names,
+// which its own apply waits for (it refuses with 409 otherwise).
+func (c *Client) DeclareLost(ctx context.Context, m ClusterMissing) (ClusterLost, error) {
+	var out ClusterLost
+	in := map[string]any{"index": m.Index, "bucket": m.Bucket, "key": m.Key, "version": m.Version}
+	err := c.do(ctx, http.MethodPost, "/admin/v1/cluster/lost", in, &out)
+	return out, err
 }
 
 // ClusterChange is the answer to adding or removing a member: POST

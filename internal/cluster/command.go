@@ -33,6 +33,10 @@ const (
 	opDeleteVersion op = "delete-version" // Name, Key, Delete: a deletion of any bucket
 	opExpireVersion op = "expire-version" // Name, Key, Version, OnlyMarker, Delete.At: lifecycle removal of a noncurrent version or a lone delete marker
 	opUpdateVersion op = "update-version" // Object: attributes of one version, current or not
+
+	// An operator's declaration that the bytes of the command at
+	// Lost.Index are lost: that version is removed everywhere (lost.go).
+	opDeclareLost op = "declare-lost" // Lost
 )
 
 // command is one entry of the replicated log. It carries the outcome the
@@ -59,6 +63,7 @@ type command struct {
 	// bypass); with opExpire, the marker a versioned bucket's expiry adds.
 	Delete     *objstore.Deletion `json:"delete,omitempty"`
 	OnlyMarker bool               `json:"only_marker,omitempty"`
+	Lost       *lostBytes         `json:"lost,omitempty"`
 }
 
 // User is a cluster-wide S3 principal.

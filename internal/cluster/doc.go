@@ -64,9 +64,16 @@
 //     installs the record: a record never references bytes the node lacks.
 //     A record restored from a snapshot may be hollow (it references no
 //     bytes, and says so) until the filler or a read fetches them.
+//   - An apply waits for a command's bytes until a peer gives them or a
+//     committed declaration says they are lost (async mode, the leader
+//     died with them): it then installs the record hollow, and the
+//     declaration, later in the log, removes that version on every node
+//     (lost.go). The declaration is an ordinary command, proposed by the
+//     leader whose own apply waits for those bytes.
 //   - A peer answers a fetch with "gone" only once it has applied the log
 //     past the command and no longer holds those bytes: a later command
-//     replaced them, and the asker may skip installing them.
+//     removed that version, and the asker installs the record hollow
+//     (the same record as every node's, until that command removes it).
 //   - Every store change commits together with its log index (a batch of
 //     small puts with the last one's: all of them or none); after a
 //     restart commands at or below the stored index are skipped, so none

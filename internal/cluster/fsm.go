@@ -51,6 +51,13 @@ type fsm struct {
 	// restored counts snapshots installed into the store (not counting a
 	// restart's, which finds the store already there).
 	restored atomic.Uint64
+	// waiting is what the apply waits for while no peer gives the bytes
+	// of its command (nil: it does not wait; lost.go).
+	waiting atomic.Pointer[missing]
+	scan    lostScan // the apply goroutine's own (declaredLost)
+	// lostUntil is the index of the latest declaration whose record this
+	// node installed hollow: it serves only once it applied past it.
+	lostUntil atomic.Uint64
 }
 
 // applyResult is what Apply returns to the proposer (on the leader).
@@ -174,12 +181,12 @@ func (f *fsm) apply(c *command, index uint64) (*meta.Object, error) {
 			return c.Object, f.store.ApplyPutObject(c.Object, index)
 		}
 		ref, _ := c.bytesRef(index)
-		st, err := f.bytes(ref)
+		st, err := f.bytes(c, ref)
+		if errors.Is(err, errGone) || errors.Is(err, errLost) {
+			return f.applyHollow(c, index)
+		}
 		if err != nil {
 			return nil, err
-		}
-		if st == nil { // superseded: a later command replaces the key
-			return c.Object, nil
 		}
 		obj := *c.Object
 		obj.Extents, obj.Size, obj.Inline = st.Extents, st.Size, nil
@@ -205,12 +212,12 @@ func (f *fsm) apply(c *command, index uint64) (*meta.Object, error) {
 		return nil, f.store.ApplyCreateUpload(c.Upload, index)
 	case opPutPart:
 		ref, _ := c.bytesRef(index)
-		st, err := f.bytes(ref)
+		st, err := f.bytes(c, ref)
+		if errors.Is(err, errGone) || errors.Is(err, errLost) {
+			return f.applyHollow(c, index)
+		}
 		if err != nil {
 			return nil, err
-		}
-		if st == nil {
-			return nil, nil
 		}
 		part := *c.Part
 		part.Extents, part.Size = st.Extents, st.Size
@@ -226,6 +233,8 @@ func (f *fsm) apply(c *command, index uint64) (*meta.Object, error) {
 		return nil, f.store.ApplyAbortUpload(c.Name, c.Key, c.UploadID, index)
 	case opAddUser, opRemoveUser:
 		return nil, f.users.apply(c)
+	case opDeclareLost:
+		return nil, f.applyLost(c.Lost, index)
 	}
 	return nil, fmt.Errorf("cluster: unknown command %q", c.Op)
 }
@@ -245,7 +254,10 @@ func (f *fsm) complete(c *command, index uint64) (*meta.Object, error) {
 		if err != nil {
 			return nil, err
 		}
-		whole, err = f.node.fetch(f.node.closing, bytesRef{Bucket: obj.Bucket, Key: obj.Key, Version: up.Version, Index: index})
+		whole, err = f.fetchApplying(c, bytesRef{Bucket: obj.Bucket, Key: obj.Key, Version: up.Version, Index: index})
+		if errors.Is(err, errLost) {
+			return f.applyHollow(c, index)
+		}
 		if errors.Is(err, errGone) {
 			return nil, f.store.ApplyAbortUpload(obj.Bucket, obj.Key, c.UploadID, index)
 		}
@@ -264,17 +276,17 @@ func (f *fsm) complete(c *command, index uint64) (*meta.Object, error) {
 	return &obj, err
 }
 
-// bytes returns the staged bytes of ref: the leader's own or those pushed
-// here, else fetched from a peer. nil, nil: superseded, skip the command.
-func (f *fsm) bytes(ref bytesRef) (*objstore.Staged, error) {
+// bytes returns the staged bytes of ref, c's: the leader's own or those
+// pushed here, else fetched from a peer. errGone: superseded (a later
+// command removes that version); errLost: declared lost (lost.go). For
+// both the apply installs the record without its bytes (hollow), the
+// same record every node installs, so that the commands up to the one
+// that removes it apply to the same state everywhere.
+func (f *fsm) bytes(c *command, ref bytesRef) (*objstore.Staged, error) {
 	if st := f.node.stages.take(f.node.closing, ref.Stage, pushWait); st != nil {
 		return st, nil
 	}
-	st, err := f.node.fetch(f.node.closing, ref)
-	if errors.Is(err, errGone) {
-		return nil, nil
-	}
-	return st, err
+	return f.fetchApplying(c, ref)
 }
 
 // pushWait is how long bytes still arriving by push may make no progress

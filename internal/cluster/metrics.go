@@ -33,10 +33,14 @@ var (
 		"Object bytes this node fetched from peers ahead of applying their commands (catch-up).", nil, nil)
 	descTLSExpiry = prometheus.NewDesc("b3_cluster_tls_cert_expiry_timestamp_seconds",
 		"When the certificate this node presents on its cluster port (--cluster-tls-cert, as last loaded) expires, in Unix seconds; only with cluster TLS.", nil, nil)
+	descBlocked = prometheus.NewDesc("b3_cluster_apply_blocked_seconds",
+		"How long this node's state machine has waited at one command for object bytes that no member it asked gave (0: it does not wait); on the leader the group serves nothing meanwhile (b3 admin cluster status, declare-lost).", nil, nil)
+	descBlockedIndex = prometheus.NewDesc("b3_cluster_apply_blocked_index",
+		"Log index of the command whose bytes this node's state machine waits for (0: none).", nil, nil)
 )
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore, descPrefetch, descLagBytes, descLagSeconds, descTLSExpiry} {
+	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore, descPrefetch, descLagBytes, descLagSeconds, descTLSExpiry, descBlocked, descBlockedIndex} {
 		ch <- d
 	}
 }
@@ -65,6 +69,12 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	if n.peerTLS != nil {
 		gauge(descTLSExpiry, float64(n.peerTLS.Leaf().NotAfter.Unix()))
 	}
+	var blocked, blockedIndex float64
+	if m := info.MissingBytes; m != nil {
+		blocked, blockedIndex = m.WaitedSeconds, float64(m.Index)
+	}
+	gauge(descBlocked, blocked)
+	gauge(descBlockedIndex, blockedIndex)
 	ctx, cancel := context.WithTimeout(n.closing, 2*time.Second)
 	defer cancel()
 	for id, lag := range n.lags(ctx) {

@@ -499,6 +499,9 @@ func (n *Node) watchLeadership() {
 		if n.raft.CurrentTerm() != term || n.raft.State() != raft.Leader {
 			continue
 		}
+		if n.fsm.lostUntil.Load() > n.fsm.applied.Load() {
+			continue // a record declared lost is still hollow here: another barrier, past its declaration (lost.go)
+		}
 		n.readyTerm.Store(term)
 		n.log.Info("leading", "term", term)
 		if _, ok := n.users.root(); !ok {

@@ -261,7 +261,7 @@ func (n *Node) serveClient(w http.ResponseWriter, r *http.Request, proxy *httput
 			return
 		}
 		if time.Now().After(deadline) || r.Context().Err() != nil {
-			slowDown(w, "no leader elected")
+			slowDown(w, cmp.Or(n.notServing(), "no leader elected"))
 			return
 		}
 		time.Sleep(25 * time.Millisecond)
@@ -344,6 +344,7 @@ func (n *Node) peerHandler() http.Handler {
 	})
 	m.HandleFunc("POST /_b3/v1/users", n.handleUserCommand)
 	m.HandleFunc("POST /_b3/v1/members", n.handleMemberChange)
+	m.HandleFunc("POST /_b3/v1/lost", n.handleLost)
 	m.HandleFunc("POST /_b3/v1/removed", n.handleRemoved)
 	m.HandleFunc("GET /_b3/v1/member", n.handleMember)
 	m.HandleFunc("GET /_b3/v1/lag", n.handleLag)
@@ -353,7 +354,7 @@ func (n *Node) peerHandler() http.Handler {
 		deadline := time.Now().Add(leaderWait)
 		for !n.leading() {
 			if n.raft.State() != raft.Leader || time.Now().After(deadline) || r.Context().Err() != nil {
-				slowDown(w, "this node does not lead")
+				slowDown(w, cmp.Or(n.notServing(), "this node does not lead"))
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -376,6 +377,7 @@ func (n *Node) info() admin.ClusterMember {
 		EntriesSinceStart: n.fsm.handled.Load(),
 		SnapshotsRestored: n.fsm.restored.Load(),
 		FillPending:       n.fsm.fill.pending.Load(),
+		MissingBytes:      n.missingView(n.fsm.waiting.Load()),
 	}
 	m.FirstLogIndex, _ = n.entries.FirstIndex()
 	m.ClusterID = n.clusterID()
@@ -513,6 +515,20 @@ func (n *Node) adminHandler() (http.Handler, *admin.Server, error) {
 	}))
 	m.HandleFunc("DELETE /admin/v1/cluster/members/{id}", authorized(func(w http.ResponseWriter, r *http.Request) {
 		n.writeChange(w, r, memberChange{Op: "remove", ID: r.PathValue("id")})
+	}))
+	m.HandleFunc("POST /admin/v1/cluster/lost", authorized(func(w http.ResponseWriter, r *http.Request) {
+		var req lostRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil || req.Bucket == "" || req.Index == 0 {
+			admin.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "want {\"index\": ..., \"bucket\": ..., \"key\": ..., \"version\": ...}: what b3 admin cluster status shows the leader waits for"})
+			return
+		}
+		req.Actor = admin.Actor(r)
+		out, err := n.declareLost(r.Context(), req)
+		if err == nil {
+			admin.Audit(n.log, r, "cluster.declare-lost", "lost_index", out.Index, "bucket", out.Bucket, "key", out.Key,
+				"version_id", out.VersionID, "declared_index", out.DeclaredIndex)
+		}
+		writeLost(w, out, err, func(code int, msg string) { admin.WriteJSON(w, code, map[string]string{"error": msg}) })
 	}))
 	m.Handle("/", inner)
 	return m, inner, nil

@@ -307,21 +307,36 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 // bytes: a later command replaced them.
 var errGone = errors.New("cluster: bytes superseded")
 
+// errNotYet: the peer has not applied the command, or holds its record
+// without the bytes (restored hollow, or declared lost and not yet removed).
+var errNotYet = errors.New("does not hold them (not yet)")
+
 // fetch gets the bytes of ref from a peer into this node's segments,
 // asking the leader first, then the others, until one has them, one says
 // they are gone, or ctx ends. It runs inside the log's apply, so it keeps
 // trying: the apply of later commands waits for it.
 func (n *Node) fetch(ctx context.Context, ref bytesRef) (*objstore.Staged, error) {
+	return n.fetchWatched(ctx, ref, nil)
+}
+
+// fetchWatched is fetch; after each round in which no peer gave the
+// bytes it calls missed (if not nil) with every peer's answer.
+func (n *Node) fetchWatched(ctx context.Context, ref bytesRef, missed func([]peerAnswer)) (*objstore.Staged, error) {
 	backoff := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
+		var answers []peerAnswer
 		for _, peer := range n.peersLeaderFirst() {
 			st, err := n.fetchFrom(ctx, peer, ref, nil)
 			if err == nil || errors.Is(err, errGone) {
 				return st, err
 			}
+			answers = append(answers, peerAnswer{Address: peer, Err: err})
 			if attempt%20 == 0 {
 				n.log.Info("fetch missed bytes", "peer", peer, "stage", ref.Stage, "bucket", ref.Bucket, "key", ref.Key, "err", err)
 			}
+		}
+		if missed != nil && ctx.Err() == nil {
+			missed(answers)
 		}
 		select {
 		case <-ctx.Done():
@@ -353,6 +368,8 @@ func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef, e *stag
 	case http.StatusOK:
 	case http.StatusGone:
 		return nil, errGone
+	case http.StatusNotFound:
+		return nil, fmt.Errorf("peer %s: %w", peer, errNotYet)
 	default:
 		return nil, fmt.Errorf("peer %s: %s", peer, resp.Status)
 	}

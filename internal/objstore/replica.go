@@ -449,3 +449,44 @@ func (s *Store) ApplyAbortUpload(bucket, key, uploadID string, stamp uint64) err
 	s.noteDead(counts)
 	return nil
 }
+
+// ApplyRemoveLost removes the record of bucket/key at version, current or
+// in the version table, whatever its retention or legal hold: the replica
+// group declared its bytes lost (no member holds them), so no client may
+// read it again. Removing the current record makes the newest remaining
+// version current, as deleting that version by its ID does. It returns the
+// record removed, or nil, changing nothing, if the key has no such
+// version (or it is a delete marker).
+func (s *Store) ApplyRemoveLost(bucket, key string, version, stamp uint64) (*meta.Object, error) {
+	var removed *meta.Object
+	err := s.withBucket(bucket, func(*meta.Bucket) error {
+		unlock := s.lockKey(bucket, key)
+		defer unlock()
+		target, current := (*meta.Object)(nil), true
+		cur, err := s.currentObject(bucket, key)
+		switch {
+		case err != nil:
+			return err
+		case cur != nil && cur.Version == version:
+			target = cur
+		default:
+			current = false
+			target, err = s.meta.GetVersion(bucket, key, version)
+			if errors.Is(err, meta.ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if target.DeleteMarker {
+			return nil
+		}
+		if _, err := s.dropVersion(bucket, key, target, current, stamp); err != nil {
+			return err
+		}
+		removed = target
+		return nil
+	})
+	return removed, err
+}

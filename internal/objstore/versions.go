@@ -441,6 +441,15 @@ func (s *Store) removeVersion(bucket, key, versionID string, bypassGovernance bo
 	if err := checkRemovable(target, bypassGovernance, at); err != nil {
 		return DeleteResult{}, err
 	}
+	return s.dropVersion(bucket, key, target, current, stamp)
+}
+
+// dropVersion removes target, the key's current record if current, else
+// one of its versions, and promotes the newest remaining version to
+// current if the key is left without one and that version is an object.
+// The caller holds the key lock and has checked that target may go.
+func (s *Store) dropVersion(bucket, key string, target *meta.Object, current bool, stamp uint64) (DeleteResult, error) {
+	versionID := VersionID(target)
 	b := s.meta.NewBatch()
 	defer b.Close()
 	counts := map[uint64]int64{}

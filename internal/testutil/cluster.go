@@ -292,8 +292,15 @@ func (c *Cluster) AddNode() (int, error) {
 // AdminCLI runs `b3 admin` against node i's admin API and returns its
 // standard output (and, on failure, an error with its standard error).
 func (c *Cluster) AdminCLI(ctx context.Context, i int, args ...string) ([]byte, error) {
+	return c.AdminCLIInput(ctx, i, "", args...)
+}
+
+// AdminCLIInput is AdminCLI with stdin as the command's standard input
+// (a confirmation's answer).
+func (c *Cluster) AdminCLIInput(ctx context.Context, i int, stdin string, args ...string) ([]byte, error) {
 	argv := append([]string{"admin", "--endpoint", "http://" + c.Nodes[i].AdminAddr, "--token", c.AdminToken}, args...)
 	cmd := exec.CommandContext(ctx, c.bin, argv...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

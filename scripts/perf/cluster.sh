@@ -9,7 +9,12 @@
 #   scripts/perf/cluster.sh [OUT]      (default /tmp/b3-perf/cluster-<time>)
 #
 # Environment: B3_BIN [built from this checkout], WORK [/tmp/b3-perf],
-# DURATION [10s], ROUNDS [1] (alternate single and cluster ROUNDS times).
+# DURATION [10s], ROUNDS [1] (alternate single and cluster ROUNDS times),
+# CELLS [the four above, ";"-separated `b3 bench peak` arguments, e.g.
+# "--sizes 4KiB --concurrency 16;--sizes 4KiB --concurrency 64"],
+# TARGETS ["single cluster"]. After each cell the summary gets a line
+# "cpu_ticks" with the user+system clock ticks (1/100 s) each server or
+# node process used during it (from /proc/PID/stat), in the order n1 n2 n3.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -82,25 +87,39 @@ start_cluster() {
 }
 
 cells=("--sizes 4KiB --concurrency 16,64" "--sizes 1MiB --concurrency 16" "--sizes 64MiB --concurrency 4")
+if [ -n "${CELLS:-}" ]; then IFS=';' read -ra cells <<<"$CELLS"; fi
+
+# cpu_ticks PID...: user+system clock ticks each process has used so far.
+cpu_ticks() {
+	local pid
+	for pid in "$@"; do awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0; done | paste -sd' '
+}
 {
 	echo "started: $(date -Is)"
 	echo "host: $(uname -srm), $(nproc) CPUs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "b3: $B3_BIN ($(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown))"
 } >"$out/run.txt"
 for round in $(seq "$rounds"); do
-	for target in single cluster; do
+	for target in ${TARGETS:-single cluster}; do
 		drop_caches
 		if [ $target = single ]; then
 			start_server b3 "$work/data-single" "$out/single-server.log"
 		else
 			start_cluster "$work/data-cluster"
 		fi
+		pids=("${node_pids[@]}")
+		if [ $target = single ]; then pids=("$server_pid"); fi
 		for cell in "${cells[@]}"; do
 			log "$target round $round: $cell"
+			read -ra before <<<"$(cpu_ticks "${pids[@]}")"
 			# shellcheck disable=SC2086 # the cell's arguments are meant to split
 			bench 300 peak --endpoint "$endpoint" --access-key "$access_key" --secret-key "$secret_key" \
 				--bucket b3-perf --ops upload --duration "$duration" --charts=false $cell \
 				--out "$out/$target-$round" >>"$out/$target-$round.txt"
+			read -ra after <<<"$(cpu_ticks "${pids[@]}")"
+			ticks=()
+			for i in "${!after[@]}"; do ticks+=($((after[i] - before[i]))); done
+			echo "cpu_ticks ($cell; load $(cut -d' ' -f1 /proc/loadavg)): ${ticks[*]}" >>"$out/$target-$round.txt"
 		done
 		if [ $target = single ]; then stop_server; else stop_cluster; fi
 	done

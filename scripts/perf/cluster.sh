@@ -14,7 +14,8 @@
 # "--sizes 4KiB --concurrency 16;--sizes 4KiB --concurrency 64"],
 # TARGETS ["single cluster"]. After each cell the summary gets a line
 # "cpu_ticks" with the user+system clock ticks (1/100 s) each server or
-# node process used during it (from /proc/PID/stat), in the order n1 n2 n3.
+# node process used during it (from /proc/PID/stat), in the order n1 n2 n3
+# (the cell's own cleanup included: b3 bench deletes what it uploaded).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 

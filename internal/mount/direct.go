@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -85,7 +86,10 @@ const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 // request builds and signs one attempt of a request for key, with query
 // (encoded, "" for none) and body, which file, if not nil, holds whole
 // (see fileBody).
-func (d *direct) request(ctx context.Context, method, key, query string, body []byte, file *os.File, header func(http.Header)) (*http.Request, error) {
+//
+// Every body it opens is counted in bodies until net/http closes it: a
+// caller that reuses body's memory waits for bodies first (see send).
+func (d *direct) request(ctx context.Context, method, key, query string, body []byte, file *os.File, bodies *sync.WaitGroup, header func(http.Header)) (*http.Request, error) {
 	u := *d.base
 	u.Path = d.base.Path + "/" + d.bucket + "/" + key
 	u.RawPath = d.base.EscapedPath() + "/" + httpbinding.EscapePath(d.bucket, true) + "/" + httpbinding.EscapePath(key, false)
@@ -95,12 +99,15 @@ func (d *direct) request(ctx context.Context, method, key, query string, body []
 		return nil, err
 	}
 	if body != nil {
-		open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		if file != nil {
-			open = func() (io.ReadCloser, error) {
-				_, err := file.Seek(0, io.SeekStart)
-				return fileBody{file}, err
+		open := func() (io.ReadCloser, error) {
+			var r io.Reader = bytes.NewReader(body)
+			if file != nil {
+				if f, err := reopen(file); err == nil {
+					r = f
+				}
 			}
+			bodies.Add(1)
+			return &countedBody{Reader: r, done: bodies.Done}, nil
 		}
 		if req.Body, err = open(); err != nil {
 			return nil, err
@@ -134,14 +141,37 @@ func (d *direct) request(ctx context.Context, method, key, query string, body []
 	return req, nil
 }
 
-// fileBody sends a request body from a file, from its current offset (set
-// to 0 for every attempt), with sendfile(2): net/http hands the body to
-// the connection's ReadFrom, which uses sendfile for a reader that has a
-// file descriptor (syscall.Conn, here the embedded *os.File's). It is not
-// closed with the request: the file is a part buffer of the pool.
-type fileBody struct{ *os.File }
+// countedBody is one attempt's request body. net/http may still write an
+// attempt's body after Do returned an error for it (RoundTrip closes the
+// body, maybe later, from the connection's goroutine), so the memory of
+// the body may be reused only once every attempt's body was closed: Close
+// marks it (once) in the request's WaitGroup.
+//
+// A body read from a part's memory file (reopen) goes out with
+// sendfile(2): net/http hands it to the connection's ReadFrom, which uses
+// sendfile for a reader with a file descriptor. Each attempt reads through
+// a descriptor of its own, so a late write of a failed attempt never moves
+// the next attempt's offset.
+type countedBody struct {
+	io.Reader
+	once sync.Once
+	done func()
+}
 
-func (fileBody) Close() error { return nil }
+func (b *countedBody) Close() error {
+	b.once.Do(func() {
+		if f, ok := b.Reader.(*os.File); ok {
+			f.Close()
+		}
+		b.done()
+	})
+	return nil
+}
+
+// reopen opens file again, read-only, with an offset of its own (at 0).
+func reopen(file *os.File) (*os.File, error) {
+	return os.Open("/proc/self/fd/" + strconv.Itoa(int(file.Fd())))
+}
 
 // do sends a request built by build, retrying as the SDK's retryer says,
 // and returns a 2xx response (the caller closes its body) or the error in
@@ -210,7 +240,7 @@ func (d *direct) once(build func() (*http.Request, error)) (*http.Response, erro
 func (d *direct) get(ctx context.Context, key, etag string, off int64, length int) (getResponse, error) {
 	rng := "bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+int64(length)-1, 10)
 	resp, err := d.do(ctx, "GetObject", func() (*http.Request, error) {
-		return d.request(ctx, http.MethodGet, key, "", nil, nil, func(h http.Header) {
+		return d.request(ctx, http.MethodGet, key, "", nil, nil, nil, func(h http.Header) {
 			h.Set("Range", rng)
 			if etag != "" {
 				h.Set("If-Match", etag)
@@ -261,8 +291,12 @@ func (d *direct) send(ctx context.Context, op, key, query string, body []byte, f
 	if d.checksum {
 		sum = checksum.Encode(bodyChecksum.Sum(body))
 	}
+	var bodies sync.WaitGroup
+	// body (and file) belongs to the caller again once net/http closed
+	// every attempt's copy of it.
+	defer bodies.Wait()
 	resp, err := d.do(ctx, op, func() (*http.Request, error) {
-		return d.request(ctx, http.MethodPut, key, query, body, file, func(h http.Header) {
+		return d.request(ctx, http.MethodPut, key, query, body, file, &bodies, func(h http.Header) {
 			if sum != "" {
 				h.Set(bodyChecksum.HeaderName(), sum)
 			}

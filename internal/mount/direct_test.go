@@ -287,15 +287,17 @@ func TestDirectUploadPart(t *testing.T) {
 	buf := pool.get(nil)
 	body := append(buf[:0], pattern(9, partSize)...)
 	d := be.direct
+	var bodies sync.WaitGroup
 	_, err = d.do(ctx, "UploadPart", func() (*http.Request, error) {
 		query := url.Values{"partNumber": {"4"}, "uploadId": {uploadID}}.Encode()
-		return d.request(ctx, http.MethodPut, key, query, body, pool.fileOf(body), func(h http.Header) {
+		return d.request(ctx, http.MethodPut, key, query, body, pool.fileOf(body), &bodies, func(h http.Header) {
 			h.Set("X-Amz-Checksum-Crc64nvme", checksum.Encode(checksum.CRC64NVME.Sum([]byte("other"))))
 		})
 	})
 	if code := errorCode(err); code != "BadDigest" {
 		t.Fatalf("a part that does not match its checksum: %v (code %q), want BadDigest", err, code)
 	}
+	bodies.Wait()
 	pool.put(buf)
 	parts, err := client.ListParts(ctx, &s3.ListPartsInput{Bucket: &bucket, Key: &key, UploadId: &uploadID})
 	if err != nil {
@@ -338,4 +340,64 @@ func errorCode(err error) string {
 		return api.ErrorCode()
 	}
 	return ""
+}
+
+// TestAttemptsReadIndependently: each attempt of a request reads a part's
+// memory file through a descriptor of its own, and the part's memory is
+// in use until net/http closed every attempt's body. net/http may still
+// be writing an attempt it gave up on when the next one starts; with one
+// shared file offset the two would move each other's position and both
+// send wrong bytes.
+func TestAttemptsReadIndependently(t *testing.T) {
+	const size = 1 << 20
+	pool := newBufferPool(size, 1, true)
+	buf := pool.get(nil)
+	body := append(buf[:0], pattern(3, size)...)
+	file := pool.fileOf(body)
+	if file == nil {
+		t.Fatal("the pool gave no memory file for a whole buffer")
+	}
+	base, _ := url.Parse("http://127.0.0.1:1")
+	d := &direct{base: base, bucket: "b"}
+	var bodies sync.WaitGroup
+	open := func() *http.Request {
+		req, err := d.request(context.Background(), http.MethodPut, "k", "", body, file, &bodies, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	first := open()
+	head := make([]byte, 1000)
+	if _, err := io.ReadFull(first.Body, head); err != nil {
+		t.Fatal(err)
+	}
+	retry := open()
+	second, err := retry.GetBody() // a retry's body
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(second); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("the second attempt read %d bytes (%v), want the whole body", len(got), err)
+	}
+	rest, err := io.ReadAll(first.Body)
+	if err != nil || !bytes.Equal(append(head, rest...), body) {
+		t.Fatalf("the first attempt, read on after the second, has %d bytes (%v), want the whole body", len(head)+len(rest), err)
+	}
+
+	// Three bodies are open (two requests' and the retry's); the memory is
+	// free once all three are closed, each counted once however often
+	// net/http closes it.
+	free := make(chan struct{})
+	go func() { bodies.Wait(); close(free) }()
+	for _, b := range []io.Closer{first.Body, second, second} {
+		b.Close()
+	}
+	select {
+	case <-free:
+		t.Fatal("the memory counted as free while a body is open")
+	case <-time.After(50 * time.Millisecond):
+	}
+	retry.Body.Close()
+	<-free
 }

@@ -53,7 +53,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	readMem := fs.String("read-memory", "128MiB", "read-ahead buffers of all files together")
 	smallFile := fs.String("small-file", "1MiB", "objects up to this size are read with one GET")
 	fs.BoolVar(&cfg.DirectIO, "direct-io", true, "bypass the kernel page cache: reads and writes reach the mount at the application's size (up to 1 MiB) instead of 128 KiB read-ahead requests")
-	fs.BoolVar(&cfg.SDKRequests, "sdk-requests", false, "send every request through the AWS SDK's middleware (default: GetObject and PutObject go as plain HTTP requests, signed and retried as the SDK would)")
+	fs.BoolVar(&cfg.SDKRequests, "sdk-requests", false, "send every request through the AWS SDK's middleware (default: GetObject, PutObject and UploadPart go as plain HTTP requests, signed and retried as the SDK would)")
 	fs.BoolVar(&cfg.Debug, "debug", false, "log every FUSE request")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the mount to this file until it is unmounted")
 	if err := fs.Parse(args); err != nil {

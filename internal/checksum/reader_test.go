@@ -246,3 +246,36 @@ func TestManyConcurrentReaders(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestStoredAlgorithm: a whole-object upload keeps the requested checksum,
+// else the default one; a Reader given Expected.Stored computes exactly
+// that one besides MD5 (no CRC64NVME computed only to be dropped).
+func TestStoredAlgorithm(t *testing.T) {
+	body := []byte("stored checksum")
+	for _, c := range []struct {
+		name string
+		exp  Expected
+		want Algorithm
+	}{
+		{"none requested", Expected{}, Default},
+		{"header", Expected{Checksum: Checksum{Algorithm: CRC32, Sum: CRC32.Sum(body)}}, CRC32},
+		{"trailer", Expected{Checksum: Checksum{Algorithm: CRC32C}, FromTrailer: true}, CRC32C},
+		{"the default itself", Expected{Checksum: Checksum{Algorithm: CRC64NVME, Sum: CRC64NVME.Sum(body)}}, CRC64NVME},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.exp.Stored(); got != c.want {
+				t.Fatalf("Stored() = %v, want %v", got, c.want)
+			}
+			r := NewReader(bytes.NewReader(body), Expected{Checksum: Checksum{Algorithm: c.exp.Checksum.Algorithm}}, c.exp.Stored())
+			if _, err := io.ReadAll(r); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Stored(); got.Algorithm != c.want || !bytes.Equal(got.Sum, c.want.Sum(body)) {
+				t.Fatalf("stored %v %x, want %v", got.Algorithm, got.Sum, c.want)
+			}
+			if _, computed := r.Checksum(Default); computed != (c.want == Default) {
+				t.Fatalf("CRC64NVME computed: %v, want %v", computed, c.want == Default)
+			}
+		})
+	}
+}

@@ -21,6 +21,18 @@ type Expected struct {
 	FromTrailer bool
 }
 
+// Stored is the algorithm whose checksum is kept with an object uploaded
+// whole with these values: the requested one, else Default. Passed to
+// NewReader, it costs nothing when a checksum was requested (the Reader
+// computes that one anyway), and Default is not computed only to be
+// dropped.
+func (e Expected) Stored() Algorithm {
+	if e.Checksum.Algorithm != None {
+		return e.Checksum.Algorithm
+	}
+	return Default
+}
+
 // ParseContentMD5 decodes a Content-MD5 header value. A value that is not
 // base64 of 16 bytes is InvalidDigest, as S3 reports it.
 func ParseContentMD5(value string) ([]byte, error) {

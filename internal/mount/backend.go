@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -210,7 +211,13 @@ func (b *backend) createUpload(ctx context.Context, key string) (string, error) 
 	return aws.ToString(out.UploadId), nil
 }
 
-func (b *backend) uploadPart(ctx context.Context, key, uploadID string, number int32, body []byte) (string, error) {
+// uploadPart uploads body as part number of the upload; file, if not nil,
+// holds exactly body's bytes (a part buffer of the pool: see bufferPool),
+// and the direct request sends them from it.
+func (b *backend) uploadPart(ctx context.Context, key, uploadID string, number int32, body []byte, file *os.File) (string, error) {
+	if b.direct != nil {
+		return b.direct.uploadPart(ctx, key, uploadID, number, body, file)
+	}
 	out, err := b.client.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b.bucket, Key: &key, UploadId: &uploadID,
 		PartNumber: &number, Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))})
 	if err != nil {

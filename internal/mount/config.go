@@ -47,7 +47,7 @@ type Config struct {
 	DirectIO bool
 
 	// SDKRequests sends every request through the SDK client; otherwise
-	// GetObject and PutObject go as plain signed HTTP requests built
+	// GetObject, PutObject and UploadPart go as plain signed HTTP requests built
 	// from that client's configuration (direct.go).
 	SDKRequests bool
 	// SignPayload puts the SHA-256 of every body in the signature of

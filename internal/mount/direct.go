@@ -4,17 +4,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/xml"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,19 +23,25 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/encoding/httpbinding"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/b3-storage/b3/internal/checksum"
 )
 
-// direct sends the mount's GetObject and PutObject requests as plain
-// net/http requests signed with the SDK's SigV4 signer, without the SDK's
-// middleware stack. A small file costs one of these, and the mount shares
-// the machine with everything else: through the stack a request cost
-// about as much client CPU as the server spent on it.
+// direct sends the mount's GetObject, PutObject and UploadPart requests
+// as plain net/http requests signed with the SDK's SigV4 signer, without
+// the SDK's middleware stack. A small file costs one of these, and the
+// mount shares the machine with everything else: through the stack a
+// request cost about as much client CPU as the server spent on it. A
+// large file is mostly UploadParts: sent from the memory file of their
+// buffer (fileBody), their bytes reach the socket without a copy in the
+// mount, where the SDK copied them through a 32 KiB buffer.
 //
 // Everything else comes from the SDK client the mount was given, so the
 // two paths cannot disagree: the endpoint (BaseEndpoint, path style), the
 // region, the credentials provider, the HTTP client (its connection pool
 // and timeout), the retryer (attempts, which errors are retried, backoff)
-// and whether uploads carry a CRC32 (RequestChecksumCalculation). Failures
+// and whether uploads carry a checksum (RequestChecksumCalculation; the
+// checksum is bodyChecksum, where the SDK sends a CRC32). Failures
 // are returned in the SDK's own error types (smithy.OperationError around
 // awshttp.ResponseError with the request id and the S3 error code, or
 // smithyhttp.RequestSendError), so errors.go maps them to the same errno
@@ -52,7 +57,7 @@ type direct struct {
 	client   s3.HTTPClient
 	retryer  aws.Retryer
 	signer   *v4.Signer
-	checksum bool // send x-amz-checksum-crc32 with every PUT
+	checksum bool // send bodyChecksum with every upload
 	sign     bool // SHA-256 of the payload in the signature, else UNSIGNED-PAYLOAD
 }
 
@@ -78,23 +83,38 @@ func newDirect(client *s3.Client, bucket string, signPayload bool) *direct {
 // emptySHA256 is the SHA-256 of an empty payload.
 const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-// request builds and signs one attempt of a request for key.
-func (d *direct) request(ctx context.Context, method, key string, body []byte, header func(http.Header)) (*http.Request, error) {
+// request builds and signs one attempt of a request for key, with query
+// (encoded, "" for none) and body, which file, if not nil, holds whole
+// (see fileBody).
+//
+// Every body it opens is counted in bodies until net/http closes it: a
+// caller that reuses body's memory waits for bodies first (see send).
+func (d *direct) request(ctx context.Context, method, key, query string, body []byte, file *os.File, bodies *sync.WaitGroup, header func(http.Header)) (*http.Request, error) {
 	u := *d.base
 	u.Path = d.base.Path + "/" + d.bucket + "/" + key
 	u.RawPath = d.base.EscapedPath() + "/" + httpbinding.EscapePath(d.bucket, true) + "/" + httpbinding.EscapePath(key, false)
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	u.RawQuery = query
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
 	if body != nil {
+		open := func() (io.ReadCloser, error) {
+			var r io.Reader = bytes.NewReader(body)
+			if file != nil {
+				if f, err := reopen(file); err == nil {
+					r = f
+				}
+			}
+			bodies.Add(1)
+			return &countedBody{Reader: r, done: bodies.Done}, nil
+		}
+		if req.Body, err = open(); err != nil {
+			return nil, err
+		}
 		req.ContentLength = int64(len(body))
 		// A kept-alive connection found closed: net/http sends again.
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.GetBody = open
 	}
 	if header != nil {
 		header(req.Header)
@@ -119,6 +139,38 @@ func (d *direct) request(ctx context.Context, method, key string, body []byte, h
 		return nil, fmt.Errorf("sign: %w", err)
 	}
 	return req, nil
+}
+
+// countedBody is one attempt's request body. net/http may still write an
+// attempt's body after Do returned an error for it (RoundTrip closes the
+// body, maybe later, from the connection's goroutine), so the memory of
+// the body may be reused only once every attempt's body was closed: Close
+// marks it (once) in the request's WaitGroup.
+//
+// A body read from a part's memory file (reopen) goes out with
+// sendfile(2): net/http hands it to the connection's ReadFrom, which uses
+// sendfile for a reader with a file descriptor. Each attempt reads through
+// a descriptor of its own, so a late write of a failed attempt never moves
+// the next attempt's offset.
+type countedBody struct {
+	io.Reader
+	once sync.Once
+	done func()
+}
+
+func (b *countedBody) Close() error {
+	b.once.Do(func() {
+		if f, ok := b.Reader.(*os.File); ok {
+			f.Close()
+		}
+		b.done()
+	})
+	return nil
+}
+
+// reopen opens file again, read-only, with an offset of its own (at 0).
+func reopen(file *os.File) (*os.File, error) {
+	return os.Open("/proc/self/fd/" + strconv.Itoa(int(file.Fd())))
 }
 
 // do sends a request built by build, retrying as the SDK's retryer says,
@@ -188,7 +240,7 @@ func (d *direct) once(build func() (*http.Request, error)) (*http.Response, erro
 func (d *direct) get(ctx context.Context, key, etag string, off int64, length int) (getResponse, error) {
 	rng := "bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+int64(length)-1, 10)
 	resp, err := d.do(ctx, "GetObject", func() (*http.Request, error) {
-		return d.request(ctx, http.MethodGet, key, nil, func(h http.Header) {
+		return d.request(ctx, http.MethodGet, key, "", nil, nil, nil, func(h http.Header) {
 			h.Set("Range", rng)
 			if etag != "" {
 				h.Set("If-Match", etag)
@@ -212,19 +264,41 @@ func (d *direct) get(ctx context.Context, key, etag string, off int64, length in
 // put is backend.put's request: the object key with body, returning its
 // ETag.
 func (d *direct) put(ctx context.Context, key string, body []byte) (string, error) {
+	return d.send(ctx, "PutObject", key, "", body, nil)
+}
+
+// uploadPart is backend.uploadPart's request: part number of the upload
+// with body (held whole by file, when not nil), returning its ETag.
+func (d *direct) uploadPart(ctx context.Context, key, uploadID string, number int32, body []byte, file *os.File) (string, error) {
+	query := url.Values{"partNumber": {strconv.Itoa(int(number))}, "uploadId": {uploadID}}.Encode()
+	return d.send(ctx, "UploadPart", key, query, body, file)
+}
+
+// bodyChecksum is the checksum of every body sent: CRC64NVME, S3's default
+// algorithm (the one an object uploaded without a checksum gets), so a
+// server that keeps that checksum computes one CRC of the body besides
+// the ETag's MD5 instead of two: the client's value is the one it keeps
+// (a CRC32, which the SDK sends, it checks and then computes its
+// CRC64NVME too).
+const bodyChecksum = checksum.CRC64NVME
+
+// send PUTs body, with its checksum, and returns the ETag of the answer.
+func (d *direct) send(ctx context.Context, op, key, query string, body []byte, file *os.File) (string, error) {
 	if body == nil {
 		body = []byte{}
 	}
-	var crc string
+	var sum string
 	if d.checksum {
-		var b [4]byte
-		binary.BigEndian.PutUint32(b[:], crc32.ChecksumIEEE(body))
-		crc = base64.StdEncoding.EncodeToString(b[:])
+		sum = checksum.Encode(bodyChecksum.Sum(body))
 	}
-	resp, err := d.do(ctx, "PutObject", func() (*http.Request, error) {
-		return d.request(ctx, http.MethodPut, key, body, func(h http.Header) {
-			if crc != "" {
-				h.Set("X-Amz-Checksum-Crc32", crc)
+	var bodies sync.WaitGroup
+	// body (and file) belongs to the caller again once net/http closed
+	// every attempt's copy of it.
+	defer bodies.Wait()
+	resp, err := d.do(ctx, op, func() (*http.Request, error) {
+		return d.request(ctx, http.MethodPut, key, query, body, file, &bodies, func(h http.Header) {
+			if sum != "" {
+				h.Set(bodyChecksum.HeaderName(), sum)
 			}
 		})
 	})

@@ -3,13 +3,18 @@ package mount
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +23,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 
+	"github.com/b3-storage/b3/internal/checksum"
 	"github.com/b3-storage/b3/internal/testutil"
 )
 
@@ -124,7 +131,8 @@ func TestDirectRequests(t *testing.T) {
 		}
 	}
 
-	// A PUT carries a CRC32 of its body, which the server checks and keeps.
+	// A PUT carries a CRC64NVME of its body, which the server checks and
+	// keeps.
 	be := &backend{client: client, bucket: bucket, direct: newDirect(client, bucket, false)}
 	body := bytes.Repeat([]byte("crc"), 40000)
 	if _, err := be.put(ctx, "crc", body); err != nil {
@@ -135,8 +143,8 @@ func TestDirectRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if aws.ToString(head.ChecksumCRC32) == "" {
-		t.Error("the object PUT directly has no CRC32: the request carried none")
+	if got, want := aws.ToString(head.ChecksumCRC64NVME), checksum.Encode(checksum.CRC64NVME.Sum(body)); got != want {
+		t.Errorf("the object PUT directly has CRC64NVME %q, want %q", got, want)
 	}
 	// With --sign-payload the body's SHA-256 is signed; the server checks it.
 	signed := &backend{client: client, bucket: bucket, direct: newDirect(client, bucket, true)}
@@ -207,4 +215,189 @@ func (c cutReader) Read(p []byte) (int, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return n, err
+}
+
+// TestDirectUploadPart: parts sent as plain requests (full parts from the
+// pool's memory files with sendfile, a shorter last part from memory)
+// arrive whole: each part's ETag is its MD5, each carries the CRC64NVME
+// the server checks, and the completed object reads back identical through
+// the S3 API with its CRC64NVME. A part whose bytes do not match the
+// checksum sent (the buffer changed under the request) is refused
+// (BadDigest), and nothing of it is stored.
+func TestDirectUploadPart(t *testing.T) {
+	srv := testutil.StartServer(t, testutil.ServerOptions{})
+	client := srv.Client(30 * time.Second)
+	ctx := context.Background()
+	bucket, key := "parts", "big"
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
+		t.Fatal(err)
+	}
+	// Every request through a proxy that records the checksum header each
+	// part carried.
+	target, err := url.Parse(srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	sent := map[string]string{} // partNumber -> x-amz-checksum-crc64nvme
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := r.URL.Query().Get("partNumber"); n != "" {
+			mu.Lock()
+			sent[n] = r.Header.Get("X-Amz-Checksum-Crc64nvme")
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	viaProxy := s3.New(client.Options(), func(o *s3.Options) { o.BaseEndpoint = aws.String(front.URL) })
+	be := &backend{client: viaProxy, bucket: bucket, direct: newDirect(viaProxy, bucket, false)}
+
+	const partSize = 5 << 20
+	pool := newBufferPool(partSize, 2, true)
+	uploadID, err := be.createUpload(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whole []byte
+	var etags []string
+	for i, size := range []int{partSize, partSize, 1<<20 + 7} {
+		buf := pool.get(nil)
+		body := append(buf[:0], pattern(byte(i), size)...)
+		file := pool.fileOf(body)
+		if (file != nil) != (size == partSize) {
+			t.Fatalf("part %d of %d bytes: memory file %v", i+1, size, file != nil)
+		}
+		etag, err := be.uploadPart(ctx, key, uploadID, int32(i+1), body, file)
+		if err != nil {
+			t.Fatalf("part %d: %v", i+1, err)
+		}
+		if want := fmt.Sprintf("\"%x\"", md5.Sum(body)); etag != want {
+			t.Fatalf("part %d: ETag %s, want %s (the MD5 of the part)", i+1, etag, want)
+		}
+		if got, want := sent[strconv.Itoa(i+1)], checksum.Encode(checksum.CRC64NVME.Sum(body)); got != want {
+			t.Fatalf("part %d carried CRC64NVME %q, want %q", i+1, got, want)
+		}
+		whole = append(whole, body...)
+		etags = append(etags, etag)
+		pool.put(buf)
+	}
+
+	// A part whose bytes are not those its checksum was computed from.
+	buf := pool.get(nil)
+	body := append(buf[:0], pattern(9, partSize)...)
+	d := be.direct
+	var bodies sync.WaitGroup
+	_, err = d.do(ctx, "UploadPart", func() (*http.Request, error) {
+		query := url.Values{"partNumber": {"4"}, "uploadId": {uploadID}}.Encode()
+		return d.request(ctx, http.MethodPut, key, query, body, pool.fileOf(body), &bodies, func(h http.Header) {
+			h.Set("X-Amz-Checksum-Crc64nvme", checksum.Encode(checksum.CRC64NVME.Sum([]byte("other"))))
+		})
+	})
+	if code := errorCode(err); code != "BadDigest" {
+		t.Fatalf("a part that does not match its checksum: %v (code %q), want BadDigest", err, code)
+	}
+	bodies.Wait()
+	pool.put(buf)
+	parts, err := client.ListParts(ctx, &s3.ListPartsInput{Bucket: &bucket, Key: &key, UploadId: &uploadID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts.Parts) != 3 {
+		t.Fatalf("%d parts stored, want 3 (the refused one is not)", len(parts.Parts))
+	}
+
+	if _, err := be.completeUpload(ctx, key, uploadID, etags); err != nil {
+		t.Fatal(err)
+	}
+	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key, ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(out.Body)
+	out.Body.Close()
+	if err != nil || !bytes.Equal(got, whole) {
+		t.Fatalf("read back %d bytes (%v), equal %v; want %d", len(got), err, bytes.Equal(got, whole), len(whole))
+	}
+	if c, want := aws.ToString(out.ChecksumCRC64NVME), checksum.Encode(checksum.CRC64NVME.Sum(whole)); c != want {
+		t.Fatalf("object CRC64NVME %q, want %q", c, want)
+	}
+}
+
+// pattern returns n bytes that differ with seed and position.
+func pattern(seed byte, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = seed + byte(i) + byte(i>>8)*7 + byte(i>>16)*13
+	}
+	return b
+}
+
+// errorCode is the S3 error code of a failed request, "" if none.
+func errorCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
+}
+
+// TestAttemptsReadIndependently: each attempt of a request reads a part's
+// memory file through a descriptor of its own, and the part's memory is
+// in use until net/http closed every attempt's body. net/http may still
+// be writing an attempt it gave up on when the next one starts; with one
+// shared file offset the two would move each other's position and both
+// send wrong bytes.
+func TestAttemptsReadIndependently(t *testing.T) {
+	const size = 1 << 20
+	pool := newBufferPool(size, 1, true)
+	buf := pool.get(nil)
+	body := append(buf[:0], pattern(3, size)...)
+	file := pool.fileOf(body)
+	if file == nil {
+		t.Fatal("the pool gave no memory file for a whole buffer")
+	}
+	base, _ := url.Parse("http://127.0.0.1:1")
+	d := &direct{base: base, bucket: "b"}
+	var bodies sync.WaitGroup
+	open := func() *http.Request {
+		req, err := d.request(context.Background(), http.MethodPut, "k", "", body, file, &bodies, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	first := open()
+	head := make([]byte, 1000)
+	if _, err := io.ReadFull(first.Body, head); err != nil {
+		t.Fatal(err)
+	}
+	retry := open()
+	second, err := retry.GetBody() // a retry's body
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(second); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("the second attempt read %d bytes (%v), want the whole body", len(got), err)
+	}
+	rest, err := io.ReadAll(first.Body)
+	if err != nil || !bytes.Equal(append(head, rest...), body) {
+		t.Fatalf("the first attempt, read on after the second, has %d bytes (%v), want the whole body", len(head)+len(rest), err)
+	}
+
+	// Three bodies are open (two requests' and the retry's); the memory is
+	// free once all three are closed, each counted once however often
+	// net/http closes it.
+	free := make(chan struct{})
+	go func() { bodies.Wait(); close(free) }()
+	for _, b := range []io.Closer{first.Body, second, second} {
+		b.Close()
+	}
+	select {
+	case <-free:
+		t.Fatal("the memory counted as free while a body is open")
+	case <-time.After(50 * time.Millisecond):
+	}
+	retry.Body.Close()
+	<-free
 }

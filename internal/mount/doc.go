@@ -31,10 +31,12 @@
 // pooled buffers, every GET conditional on the ETag the first read found);
 // a jump resets it. Small objects are fetched whole by the first read.
 //
-// Requests (backend.go, direct.go). GetObject and PutObject, the one
-// request each small file costs, are plain net/http requests signed with
-// the SDK's signer and built from the SDK client's configuration; every
-// other request goes through the SDK. Both paths fail with the SDK's error
+// Requests (backend.go, direct.go). GetObject, PutObject and UploadPart,
+// the one request each small file costs and the bulk of a large one, are
+// plain net/http requests signed with the SDK's signer and built from the
+// SDK client's configuration; whole parts are sent with sendfile from the
+// memory files their buffers are mapped from (bufpool.go). Every other
+// request goes through the SDK. Both paths fail with the SDK's error
 // types, so errors.go cannot tell them apart.
 //
 // Errors (errors.go). S3 errors become errno values in one place: 404 is

@@ -57,8 +57,8 @@ func Mount(ctx context.Context, client *s3.Client, dir string, cfg Config) (*Mou
 		be:       be,
 		log:      cfg.Log,
 		dirs:     newDirCache(cfg.MetadataTTL, cfg.DirCacheSize),
-		writeP:   newBufferPool(cfg.PartSize, cfg.WriteBuffers),
-		readP:    newBufferPool(cfg.ReadPartSize, cfg.ReadBuffers),
+		writeP:   newBufferPool(cfg.PartSize, cfg.WriteBuffers, be.direct != nil),
+		readP:    newBufferPool(cfg.ReadPartSize, cfg.ReadBuffers, false),
 		writing:  map[string]*writer{},
 		listings: map[string]*listFlight{},
 	}

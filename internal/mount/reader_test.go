@@ -61,7 +61,7 @@ func TestReadAheadLateRequest(t *testing.T) {
 			MetadataTTL: time.Second},
 		be:    &backend{client: client, bucket: bucket},
 		log:   log.New(io.Discard, "", 0),
-		readP: newBufferPool(part, 16),
+		readP: newBufferPool(part, 16, false),
 	}
 	r := m.newReader(key, &fileNode{m: m}, false)
 	defer r.Release(ctx)

@@ -209,7 +209,11 @@ func (w *writer) sendPart(ctx context.Context, more bool) syscall.Errno {
 		defer w.inflight.Done()
 		// A part goes on even if the FUSE request that filled it is
 		// interrupted: the upload lives as long as the file.
-		etag, err := w.m.be.uploadPart(context.Background(), w.key, w.uploadID, number, body)
+		var file *os.File
+		if small == nil {
+			file = w.m.writeP.fileOf(body)
+		}
+		etag, err := w.m.be.uploadPart(context.Background(), w.key, w.uploadID, number, body, file)
 		if err != nil {
 			w.fail(err)
 			failure(w.m.log, fmt.Sprintf("upload part %d", number), w.key, err)

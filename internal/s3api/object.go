@@ -83,7 +83,7 @@ func (s *Server) putObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	cr := checksum.NewReader(body, exp, checksum.Default)
+	cr := checksum.NewReader(body, exp, exp.Stored())
 	stored, err := s.store.PutObject(uploadContext(rq), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
 		Body:   &uploadBody{src: cr, want: rq.contentLength},

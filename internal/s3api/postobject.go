@@ -112,7 +112,7 @@ func (s *Server) postObject(rq *request) error {
 		}
 	}
 	limited.space = space
-	cr := checksum.NewReader(limited, exp, checksum.Default)
+	cr := checksum.NewReader(limited, exp, exp.Stored())
 	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
 		Body:   &uploadBody{src: cr, want: -1},

@@ -119,3 +119,24 @@ bench() {
 
 # latest DIR KIND: the newest KIND-*.json report in DIR.
 latest() { ls -t "$1/$2"-*.json 2>/dev/null | grep -v -- '-series' | head -1; }
+
+# mount_b3 BIN ENDPOINT BUCKET DIR LOG: runs `BIN mount` of BUCKET on DIR in
+# the background (its output in LOG), sets mount_pid and waits until DIR is
+# mounted, or fails.
+mount_b3() {
+	"$1" mount --endpoint "$2" "$3" "$4" >"$5" 2>&1 &
+	mount_pid=$!
+	for _ in $(seq 200); do
+		grep -q " $4 " /proc/mounts && return 0
+		sleep 0.1
+	done
+	cat "$5" >&2
+	die "mount on $4 did not come up"
+}
+
+# unmount_b3 DIR: unmounts DIR and waits for mount_pid to exit.
+unmount_b3() {
+	fusermount3 -u "$1" || { sleep 2; fusermount3 -u -z "$1"; }
+	wait "$mount_pid" 2>/dev/null || true
+	mount_pid=""
+}

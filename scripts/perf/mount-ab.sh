@@ -17,6 +17,8 @@
 # it starts must not inherit the lock):
 #   flock -o /tmp/b3-measure.lock scripts/perf/mount-ab.sh /tmp/b3-old /tmp/b3-new 3
 set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 old=$1 new=$2 rounds=${3:-3}
 work=${WORK:-/tmp/b3-perf-mount-ab}
 port=${PORT:-19480}
@@ -49,20 +51,12 @@ hz=$(getconf CLK_TCK)
 load() { cut -d' ' -f1 /proc/loadavg; }
 
 mount_bin() {
-	"$1" mount --endpoint "$endpoint" "$bucket" "$work/mnt" >"$work/mount.log" 2>&1 &
-	mpid=$!
-	for _ in $(seq 200); do
-		grep -q " $work/mnt " /proc/mounts && return 0
-		sleep 0.1
-	done
-	echo "mount did not come up" >&2
-	cat "$work/mount.log" >&2
-	exit 1
+	mount_b3 "$1" "$endpoint" "$bucket" "$work/mnt" "$work/mount.log"
+	mpid=$mount_pid
 }
 
 unmount_bin() {
-	fusermount3 -u "$work/mnt" || { sleep 2; fusermount3 -u -z "$work/mnt"; }
-	wait "$mpid" 2>/dev/null || true
+	unmount_b3 "$work/mnt"
 	mpid=""
 }
 

@@ -1,0 +1,167 @@
+#!/bin/bash
+# A/B of two b3 binaries on the one-job sequential write, each binary as
+# both the server and the mount, alternated back to back (the order flips
+# every round). Per binary and round, on a fresh server:
+#   - `b3 bench peak --sizes 2GiB --concurrency 1 --ops upload --count 2`:
+#     the S3 API's own upload rate (the transfer manager: 16 MiB parts, 4
+#     in flight);
+#   - `fio --rw=write --bs=1M --numjobs=1 --size=2g --end_fsync=1` through
+#     `b3 mount` (default flags);
+#   - with SMALL=1, 2,000 files of 128 KiB written by 16 fio jobs through
+#     the mount (the small-file job of scripts/perf/mount.sh).
+# For each: the rate, and the CPU seconds (utime+stime from /proc/PID/stat)
+# of the server, the mount and the client (fio's or b3 bench's, from
+# /usr/bin/time) per GiB (per 1,000 files for small files). The 1-minute
+# load average is recorded beside each run.
+#
+# usage: scripts/perf/mount-write-ab.sh OLD_B3 NEW_B3 [rounds]   (root; fio, fuse3)
+# Wrap it in the shared lock on a shared machine (-o: the servers and mounts
+# it starts must not inherit the lock):
+#   flock -o /tmp/b3-measure.lock scripts/perf/mount-write-ab.sh /tmp/b3-old /tmp/b3-new 3
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+old=$1 new=$2 rounds=${3:-3}
+work=${WORK:-/tmp/b3-perf-mount-write}
+port=${PORT:-19490}
+ak=PERFACCESSKEY0000000 sk=perf/secret/key/00000000000000000000000
+endpoint=http://127.0.0.1:$port
+bucket=perf
+export AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk AWS_REGION=us-east-1
+for t in fio fusermount3 /usr/bin/time; do command -v $t >/dev/null || { echo "missing $t" >&2; exit 1; }; done
+rm -rf "$work" && mkdir -p "$work/mnt"
+
+server="" mpid=""
+cleanup() {
+	[ -n "$mpid" ] && kill "$mpid" 2>/dev/null || true
+	fusermount3 -u -z "$work/mnt" 2>/dev/null || true
+	[ -n "$server" ] && kill "$server" 2>/dev/null || true
+	wait 2>/dev/null || true
+	rm -rf "$work/data"
+}
+trap cleanup EXIT
+
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # clock ticks
+hz=$(getconf CLK_TCK)
+load() { cut -d' ' -f1 /proc/loadavg; }
+per() { echo "$1 $2 $hz $3" | awk '{printf "%.3f", ($2-$1)/$3/$4}'; } # ticks0 ticks1 units
+
+start_server() {
+	rm -rf "$work/data" && mkdir -p "$work/data"
+	B3_CONSOLE_ADDRESS="" B3_ACCESS_KEY=$ak B3_SECRET_KEY=$sk "$1" server --data "$work/data" \
+		--address 127.0.0.1:$port --admin-address 127.0.0.1:$((port + 1)) >"$work/server.log" 2>&1 &
+	server=$!
+	for _ in $(seq 600); do
+		curl -s -o /dev/null "$endpoint" && break
+		kill -0 "$server" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
+		sleep 0.1
+	done
+}
+
+stop_server() {
+	kill "$server"
+	wait "$server" 2>/dev/null || true
+	server=""
+	rm -rf "$work/data"
+}
+
+mount_bin() {
+	mount_b3 "$1" "$endpoint" "$bucket" "$work/mnt" "$work/mount.log"
+	mpid=$mount_pid
+}
+
+unmount_bin() {
+	unmount_b3 "$work/mnt"
+	mpid=""
+}
+
+results="$work/results.tsv"
+: >"$results"
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$bin" "$@" | tee -a "$results"; }
+
+# api B3: b3 bench uploads of 2 GiB objects, one at a time; MiB/s and the
+# CPU per GiB of the server and of b3 bench.
+api() {
+	local s0 s1 out
+	s0=$(cpu "$server")
+	out=$(/usr/bin/time -f "TIME %U %S" "$1" bench peak --endpoint "$endpoint" --bucket "$bucket" --charts=false \
+		--out "$work/bench" --duration 0 --count 2 --sizes 2GiB --concurrency 1 --ops upload 2>&1)
+	s1=$(cpu "$server")
+	row api-2GiB-upload \
+		"$(echo "$out" | awk '$1=="upload" {v = $7} END {printf "%d", v*1e6/2^20}')" \
+		"$(per "$s0" "$s1" 4)" "-" \
+		"$(echo "$out" | awk '$1=="TIME" {printf "%.3f", ($2+$3)/4}')"
+}
+
+# fio_run KIND ARGS...: runs fio; prints "rate cpu": MiB/s (KIND gib: 2 GiB
+# written) or files/s (KIND files: 2,000 files), and fio's own CPU seconds
+# per GiB or per 1,000 files (both: per half of the run).
+fio_run() {
+	local kind=$1
+	shift
+	{ fio --output-format=json "$@" 2>>"$work/fio.err" || true; } | python3 -c '
+import json,sys
+try:
+    j=json.load(sys.stdin)["jobs"][0]
+    w=j["write"]
+    if j["error"]: raise Exception
+    secs=w["runtime"]/1000
+    rate=2000/secs if sys.argv[1]=="files" else w["bw_bytes"]/2**20
+    cpu=(j["usr_cpu"]+j["sys_cpu"])/100*j["job_runtime"]/1000
+    print("%.0f %.3f" % (rate, cpu/2))
+except Exception:
+    print("fail -")' "$kind"
+}
+
+# through_mount NAME KIND ARGS...: fio through the mount; the rate, and
+# the CPU of server, mount and fio per GiB or per 1,000 files.
+through_mount() {
+	local name=$1 kind=$2 s0 m0 s1 m1 out
+	shift 2
+	s0=$(cpu "$server") m0=$(cpu "$mpid")
+	out=$(fio_run "$kind" "$@")
+	s1=$(cpu "$server") m1=$(cpu "$mpid")
+	row "$name" "${out% *}" "$(per "$s0" "$s1" 2)" "$(per "$m0" "$m1" 2)" "${out#* }"
+}
+
+echo "# $(date -u +%FT%TZ) $(nproc) cores; old=$old new=$new"
+printf 'round\tbinary\tmeasure\trate\tserver CPU\tmount CPU\tclient CPU\n'
+echo "# rates: MiB/s (files/s for small-write); CPU seconds per GiB (per 1,000 files for small-write)"
+for round in $(seq "$rounds"); do
+	order="old new"
+	[ $((round % 2)) = 0 ] && order="new old"
+	for bin in $order; do
+		b=$old
+		[ "$bin" = new ] && b=$new
+		start_server "$b"
+		"$b" bench peak --endpoint "$endpoint" --bucket "$bucket" --count 1 --duration 0 --sizes 1KiB \
+			--concurrency 1 --ops upload --charts=false --out "$work/bench" >/dev/null 2>&1
+		row load "$(load)" - - -
+		api "$b"
+		mount_bin "$b"
+		mkdir -p "$work/mnt/seq"
+		through_mount mount-write-1job gib --name=seq --directory="$work/mnt/seq" --rw=write --bs=1M \
+			--numjobs=1 --size=2g --fallocate=none --end_fsync=1
+		if [ "${SMALL:-0}" = 1 ]; then
+			mkdir -p "$work/mnt/small"
+			through_mount small-write files --name=small --directory="$work/mnt/small" --rw=write --bs=128k \
+				--filesize=128k --nrfiles=125 --numjobs=16 --openfiles=1 --file_service_type=sequential \
+				--create_on_open=1 --fallocate=none --fsync_on_close=1 --group_reporting
+		fi
+		unmount_bin
+		stop_server
+	done
+done
+echo "# medians (rate, server CPU, mount CPU, client CPU)"
+python3 - "$results" <<'PY'
+import sys, statistics, collections
+v = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split("\t")
+    if f[2] == "load" or "fail" in f:
+        continue
+    v[(f[2], f[1])].append([float(x) if x != "-" else 0.0 for x in f[3:7]])
+for (m, b), rows in sorted(v.items()):
+    med = [statistics.median(c) for c in zip(*rows)]
+    print("%s\t%s\t%g\t%.3f\t%.3f\t%.3f\t(%d runs)" % (m, b, med[0], med[1], med[2], med[3], len(rows)))
+PY

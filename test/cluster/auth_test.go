@@ -30,7 +30,7 @@ func TestClusterAuth(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const bucket = "private"
-	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+	if err := createBucket(ctx, cl[0], bucket); err != nil {
 		t.Fatal(err)
 	}
 	body := randomBytes(3, 100<<10)

@@ -42,7 +42,7 @@ func BenchmarkClusterCatchUp(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	const bucket = "catchup"
-	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+	if err := createBucket(ctx, cl[0], bucket); err != nil {
 		b.Fatal(err)
 	}
 	leader, err := c.Leader(ctx)

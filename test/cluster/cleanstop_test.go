@@ -27,7 +27,7 @@ func TestClusterCleanStop(t *testing.T) {
 	cl := clients(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("clean")}); err != nil {
+	if err := createBucket(ctx, cl[0], "clean"); err != nil {
 		t.Fatal(err)
 	}
 	leader, err := c.Leader(ctx)

@@ -36,7 +36,7 @@ func TestNodeSegmentsDirectIO(t *testing.T) {
 	}
 	body := bytes.Repeat([]byte("direct"), 200<<10) // past --inline-max: written to segments
 	for _, cl := range []*s3.Client{srv.Client(time.Minute), c.Client(leader, time.Minute)} {
-		if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("direct")}); err != nil {
+		if err := createBucket(ctx, cl, "direct"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("direct"), Key: aws.String("k"), Body: bytes.NewReader(body)}); err != nil {

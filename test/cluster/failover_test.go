@@ -163,7 +163,7 @@ func TestClusterLeaderKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	const bucket = "failover"
-	if _, err := load[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+	if err := createBucket(ctx, load[0], bucket); err != nil {
 		t.Fatal(err)
 	}
 

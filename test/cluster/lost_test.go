@@ -37,7 +37,7 @@ func TestClusterDeclareLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const bucket = "lost"
-	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+	if err := createBucket(ctx, cl[0], bucket); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]byte{"small": randomBytes(1, 1000), "kept": randomBytes(2, 300<<10), "big": randomBytes(3, 1500<<10)}

@@ -31,7 +31,7 @@ func TestClusterMembership(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const bucket = "grow"
-	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+	if err := createBucket(ctx, cl[0], bucket); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]byte{}
@@ -203,7 +203,7 @@ func TestClusterRemovedWhileDown(t *testing.T) {
 	if err := json.Unmarshal(out, &ch); err != nil || ch.Suffrage != "removed" || ch.Notified {
 		t.Fatalf("cluster remove of a node that is down --json: %s (%v)", out, err)
 	}
-	if _, err := cl[leader].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("before")}); err != nil {
+	if err := createBucket(ctx, cl[leader], "before"); err != nil {
 		t.Fatal(err)
 	}
 	terms := func() [2]uint64 {
@@ -223,7 +223,7 @@ func TestClusterRemovedWhileDown(t *testing.T) {
 			t.Fatalf("the removed node asked %s for votes:\n%s", c.Nodes[i].ID, out)
 		}
 	}
-	if _, err := cl[leader].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("after")}); err != nil {
+	if err := createBucket(ctx, cl[leader], "after"); err != nil {
 		t.Fatalf("the remaining members do not take writes: %v", err)
 	}
 	if err := c.Start(gone); err == nil || !strings.Contains(err.Error(), "was removed from its cluster") {

@@ -35,7 +35,7 @@ func TestNodeOperations(t *testing.T) {
 		t.Fatalf("endpoint %s", n.Endpoint())
 	}
 	cl := c.Client(0, 10*time.Second)
-	if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("media")}); err != nil {
+	if err := createBucket(ctx, cl, "media"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("media"), Key: aws.String("live/index.m3u8"),

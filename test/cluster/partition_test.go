@@ -35,7 +35,7 @@ func TestClusterPartition(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const bucket = "partition"
-	if _, err := c.Client(0, 10*time.Second).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+	if err := createBucket(ctx, c.Client(0, 10*time.Second), bucket); err != nil {
 		t.Fatal(err)
 	}
 	put := func(cl *s3.Client, key, body string) error {

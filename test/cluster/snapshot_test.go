@@ -55,7 +55,7 @@ func groupWithBucket(t *testing.T, args []string, bucket string) (*testutil.Clus
 	cl := clients(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+	if err := createBucket(ctx, cl[0], bucket); err != nil {
 		t.Fatal(err)
 	}
 	leader, err := c.Leader(ctx)

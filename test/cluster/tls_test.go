@@ -77,7 +77,7 @@ func TestClusterTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := clients(c)
-	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+	if err := createBucket(ctx, cl[0], bucket); err != nil {
 		t.Fatal(err)
 	}
 	// ("_b3/v1/control" puts a peer-HTTP path on the S3 port too.)

@@ -35,7 +35,7 @@ func TestClusterVersioningMatchesModel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const bucket = "versions"
-	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+	if err := createBucket(ctx, cl[0], bucket); err != nil {
 		t.Fatal(err)
 	}
 	m := versionmodel.New()
@@ -274,7 +274,7 @@ func TestClusterObjectLock(t *testing.T) {
 	// delete marker left alone goes too.
 	for _, b := range []string{bucket, "plain"} {
 		if b == "plain" {
-			if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			if err := createBucket(ctx, cl[0], b); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := cl[1].PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(b),
@@ -305,7 +305,7 @@ func TestClusterObjectLock(t *testing.T) {
 	}
 	// In a third, the current version's expiry adds a delete marker (the
 	// expired version stays, noncurrent).
-	if _, err := cl[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("exp")}); err != nil {
+	if err := createBucket(ctx, cl[0], "exp"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl[1].PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("exp"),

@@ -357,30 +357,8 @@ func (n *Node) declareLost(ctx context.Context, req lostRequest) (admin.ClusterL
 	if n.raft.State() == raft.Leader {
 		return n.proposeLost(req)
 	}
-	addr, _ := n.raft.LeaderWithID()
-	if addr == "" {
-		return admin.ClusterLost{}, errNoQuorum
-	}
-	body, _ := json.Marshal(req)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+string(addr)+"/_b3/v1/lost", bytes.NewReader(body))
-	if err != nil {
-		return admin.ClusterLost{}, err
-	}
-	resp, err := n.peerClient.Do(hreq)
-	if err != nil {
-		return admin.ClusterLost{}, fmt.Errorf("leader %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	var out admin.ClusterLost
-	switch resp.StatusCode {
-	case http.StatusOK:
-		err = json.Unmarshal(data, &out)
-	case http.StatusConflict:
-		err = errRefused{string(bytes.TrimSpace(data))}
-	default:
-		err = fmt.Errorf("leader %s: %s: %s", addr, resp.Status, bytes.TrimSpace(data))
-	}
+	err := n.postLeader(ctx, "/_b3/v1/lost", req, &out, http.StatusConflict, func(msg string) error { return errRefused{msg} })
 	return out, err
 }
 

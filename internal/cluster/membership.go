@@ -76,31 +76,38 @@ func (n *Node) changeMembers(ctx context.Context, c memberChange) (admin.Cluster
 	if n.leading() {
 		return n.applyMemberChange(ctx, c)
 	}
+	var out admin.ClusterChange
+	err := n.postLeader(ctx, "/_b3/v1/members", c, &out, http.StatusBadRequest, func(msg string) error { return errMember{msg} })
+	return out, err
+}
+
+// postLeader sends in, as JSON, to path on the leader's cluster address
+// and decodes its 200 answer into out. An answer with status refusal is
+// the leader refusing the request: its text becomes refused's error.
+func (n *Node) postLeader(ctx context.Context, path string, in, out any, refusal int, refused func(string) error) error {
 	addr, _ := n.raft.LeaderWithID()
 	if addr == "" {
-		return admin.ClusterChange{}, errNoQuorum
+		return errNoQuorum
 	}
-	body, _ := json.Marshal(c)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+string(addr)+"/_b3/v1/members", bytes.NewReader(body))
+	body, _ := json.Marshal(in)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+string(addr)+path, bytes.NewReader(body))
 	if err != nil {
-		return admin.ClusterChange{}, err
+		return err
 	}
 	resp, err := n.peerClient.Do(req)
 	if err != nil {
-		return admin.ClusterChange{}, fmt.Errorf("leader %s: %w", addr, err)
+		return fmt.Errorf("leader %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	var out admin.ClusterChange
 	switch resp.StatusCode {
 	case http.StatusOK:
-		err = json.Unmarshal(data, &out)
-	case http.StatusBadRequest:
-		err = errMember{string(bytes.TrimSpace(data))}
+		return json.Unmarshal(data, out)
+	case refusal:
+		return refused(string(bytes.TrimSpace(data)))
 	default:
-		err = fmt.Errorf("leader %s: %s: %s", addr, resp.Status, bytes.TrimSpace(data))
+		return fmt.Errorf("leader %s: %s: %s", addr, resp.Status, bytes.TrimSpace(data))
 	}
-	return out, err
 }
 
 func (n *Node) handleMemberChange(w http.ResponseWriter, r *http.Request) {

@@ -23,20 +23,17 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 old=$1 new=$2 rounds=${3:-3}
 work=${WORK:-/tmp/b3-perf-mount-write}
-port=${PORT:-19490}
-ak=PERFACCESSKEY0000000 sk=perf/secret/key/00000000000000000000000
-endpoint=http://127.0.0.1:$port
+access_key=PERFACCESSKEY0000000 secret_key=perf/secret/key/00000000000000000000000
 bucket=perf
-export AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk AWS_REGION=us-east-1
+export AWS_ACCESS_KEY_ID=$access_key AWS_SECRET_ACCESS_KEY=$secret_key AWS_REGION=us-east-1
 for t in fio fusermount3 /usr/bin/time; do command -v $t >/dev/null || { echo "missing $t" >&2; exit 1; }; done
 rm -rf "$work" && mkdir -p "$work/mnt"
 
-server="" mpid=""
+mpid=""
 cleanup() {
 	[ -n "$mpid" ] && kill "$mpid" 2>/dev/null || true
 	fusermount3 -u -z "$work/mnt" 2>/dev/null || true
-	[ -n "$server" ] && kill "$server" 2>/dev/null || true
-	wait 2>/dev/null || true
+	stop_server
 	rm -rf "$work/data"
 }
 trap cleanup EXIT
@@ -45,25 +42,6 @@ cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # clock ticks
 hz=$(getconf CLK_TCK)
 load() { cut -d' ' -f1 /proc/loadavg; }
 per() { echo "$1 $2 $hz $3" | awk '{printf "%.3f", ($2-$1)/$3/$4}'; } # ticks0 ticks1 units
-
-start_server() {
-	rm -rf "$work/data" && mkdir -p "$work/data"
-	B3_CONSOLE_ADDRESS="" B3_ACCESS_KEY=$ak B3_SECRET_KEY=$sk "$1" server --data "$work/data" \
-		--address 127.0.0.1:$port --admin-address 127.0.0.1:$((port + 1)) >"$work/server.log" 2>&1 &
-	server=$!
-	for _ in $(seq 600); do
-		curl -s -o /dev/null "$endpoint" && break
-		kill -0 "$server" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-		sleep 0.1
-	done
-}
-
-stop_server() {
-	kill "$server"
-	wait "$server" 2>/dev/null || true
-	server=""
-	rm -rf "$work/data"
-}
 
 mount_bin() {
 	mount_b3 "$1" "$endpoint" "$bucket" "$work/mnt" "$work/mount.log"
@@ -83,10 +61,10 @@ row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$bin" "$@" | tee -a "$re
 # CPU per GiB of the server and of b3 bench.
 api() {
 	local s0 s1 out
-	s0=$(cpu "$server")
+	s0=$(cpu "$server_pid")
 	out=$(/usr/bin/time -f "TIME %U %S" "$1" bench peak --endpoint "$endpoint" --bucket "$bucket" --charts=false \
 		--out "$work/bench" --duration 0 --count 2 --sizes 2GiB --concurrency 1 --ops upload 2>&1)
-	s1=$(cpu "$server")
+	s1=$(cpu "$server_pid")
 	row api-2GiB-upload \
 		"$(echo "$out" | awk '$1=="upload" {v = $7} END {printf "%d", v*1e6/2^20}')" \
 		"$(per "$s0" "$s1" 4)" "-" \
@@ -118,9 +96,9 @@ except Exception:
 through_mount() {
 	local name=$1 kind=$2 s0 m0 s1 m1 out
 	shift 2
-	s0=$(cpu "$server") m0=$(cpu "$mpid")
+	s0=$(cpu "$server_pid") m0=$(cpu "$mpid")
 	out=$(fio_run "$kind" "$@")
-	s1=$(cpu "$server") m1=$(cpu "$mpid")
+	s1=$(cpu "$server_pid") m1=$(cpu "$mpid")
 	row "$name" "${out% *}" "$(per "$s0" "$s1" 2)" "$(per "$m0" "$m1" 2)" "${out#* }"
 }
 
@@ -133,7 +111,7 @@ for round in $(seq "$rounds"); do
 	for bin in $order; do
 		b=$old
 		[ "$bin" = new ] && b=$new
-		start_server "$b"
+		SERVER_BIN=$b start_server b3 "$work/data" "$work/server.log" # sets endpoint, server_pid
 		"$b" bench peak --endpoint "$endpoint" --bucket "$bucket" --count 1 --duration 0 --sizes 1KiB \
 			--concurrency 1 --ops upload --charts=false --out "$work/bench" >/dev/null 2>&1
 		row load "$(load)" - - -
@@ -150,6 +128,7 @@ for round in $(seq "$rounds"); do
 		fi
 		unmount_bin
 		stop_server
+		rm -rf "$work/data"
 	done
 done
 echo "# medians (rate, server CPU, mount CPU, client CPU)"

@@ -16,7 +16,14 @@
 # "--sizes 4KiB --concurrency 64;--sizes 64MiB --concurrency 4"],
 # TLS [0] (1: the nodes talk mutual TLS, --cluster-tls-*, with
 # certificates from `b3 node certs`; target "cluster-tls" does it in the
-# same run, so TARGETS="cluster cluster-tls" alternates without and with).
+# same run, so TARGETS="cluster cluster-tls" alternates without and with),
+# DISK [1] (0: skip the disk reference).
+#
+# The disk reference, before the first round and after the last: fio's
+# direct 1 MiB sequential write of 1 GiB with one writer, then with three
+# at once (the three nodes share this disk). The group writes every byte
+# three times, so a third of the three writers' rate is the most payload
+# it can store; OUT/summary.txt sets that ceiling beside the ratios.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -107,11 +114,29 @@ if [ -n "${CELLS:-}" ]; then IFS=';' read -r -a cells <<<"$CELLS"; fi
 targets=${TARGETS:-single cluster}
 if [ "${TLS:-0}" = 1 ]; then targets=${targets//cluster/cluster-tls}; fi
 hz=$(getconf CLK_TCK)
+
+# disk_reference LABEL: fio with one, then three direct writers, appended
+# to OUT/disk.txt as "LABEL JOBS MB/s".
+disk_reference() {
+	[ "${DISK:-1}" = 1 ] || return 0
+	command -v fio >/dev/null || die "fio is missing (apt-get install -y fio), or DISK=0"
+	local jobs dir=$work/disk-reference
+	for jobs in 1 3; do
+		rm -rf "$dir" && mkdir -p "$dir"
+		fio --name=ref --directory="$dir" --rw=write --bs=1M --size=1G --numjobs=$jobs --direct=1 \
+			--end_fsync=1 --group_reporting --output-format=json 2>/dev/null |
+			python3 -c 'import json,sys; d=json.load(sys.stdin)["jobs"][0]; print(sys.argv[1], sys.argv[2], round(d["write"]["bw_bytes"]/1e6))' "$1" "$jobs" >>"$out/disk.txt" ||
+			log "warning: fio failed"
+	done
+	rm -rf "$dir"
+	log "disk ($1): $(grep "^$1 " "$out/disk.txt" | awk '{printf "%s writer(s) %s MB/s; ", $2, $3}')"
+}
 {
 	echo "started: $(date -Is)"
 	echo "host: $(uname -srm), $(nproc) CPUs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "b3: $B3_BIN ($(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown))"
 } >"$out/run.txt"
+disk_reference before
 for round in $(seq "$rounds"); do
 	for target in $targets; do
 		drop_caches
@@ -143,4 +168,50 @@ for round in $(seq "$rounds"); do
 		if [ "$target" = single ]; then stop_server; else stop_cluster; fi
 	done
 done
+# The data directories hold every byte the cells wrote (tens of GB).
+rm -rf "$work/data-single" "$work/data-cluster"
+disk_reference after
+python3 - "$out" "$rounds" "$targets" <<'PY' | tee "$out/summary.txt"
+import os, statistics, sys
+out, rounds, targets = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+rate = {}  # (target, round, cell) -> (ops/s, MB/s)
+for t in targets:
+    for r in range(1, rounds + 1):
+        try:
+            lines = open(os.path.join(out, "%s-%d.txt" % (t, r))).read().splitlines()
+        except OSError:
+            continue
+        for l in lines:
+            f = l.split()
+            if len(f) > 6 and f[0] == "upload":
+                rate[(t, r, f[1] + " c" + f[2])] = (float(f[5]), float(f[6]))
+cells = list(dict.fromkeys(k[2] for k in rate))
+ref = {}
+try:
+    for l in open(os.path.join(out, "disk.txt")):
+        when, jobs, mbs = l.split()
+        ref.setdefault(jobs, []).append(float(mbs))
+except OSError:
+    pass
+if ref:
+    print("disk, direct 1 MiB writes (fio, before / after): " + "; ".join(
+        "%s writer(s) %s MB/s" % (j, " / ".join("%.0f" % v for v in ref[j])) for j in sorted(ref)))
+for t in targets:
+    if t == "single":
+        continue
+    print("%s against one server, per round, then the median:" % t)
+    for c in cells:
+        ratios = [rate[(t, r, c)][0] / rate[("single", r, c)][0]
+                  for r in range(1, rounds + 1) if (t, r, c) in rate and ("single", r, c) in rate and rate[("single", r, c)][0]]
+        if not ratios:
+            continue
+        line = "  %-10s %s  median %.2f" % (c, " ".join("%.2f" % x for x in ratios), statistics.median(ratios))
+        if "3" in ref:
+            single = statistics.median(rate[("single", r, c)][1] for r in range(1, rounds + 1) if ("single", r, c) in rate)
+            # Three copies of every byte: a third of three writers' rate.
+            ceiling = max(ref["3"]) / 3
+            if c.split()[0] not in ("1KiB", "4KiB") and single:
+                line += "  (three copies cap it at %.0f MB/s: %.2f of one server's %.0f)" % (ceiling, ceiling / single, single)
+        print(line)
+PY
 log "done: $out"

@@ -43,6 +43,55 @@ type orphanBooks struct {
 	pending []uint64 // segments to audit, ascending
 	floor   uint64   // the floor last persisted
 	closed  bool     // closeOrphanBooks ran
+
+	// claimed holds the records FindStaged handed out and not yet
+	// released: referenced by nothing now, by a record soon. The audit
+	// reads it before it opens its meta view, so a record released after
+	// that read was referenced (or counted dead by Discard) before the
+	// view.
+	claimMu sync.Mutex
+	claimed map[recordAt]bool
+}
+
+// recordAt is where a record starts: its segment and file offset.
+type recordAt struct {
+	segment uint64
+	offset  int64
+}
+
+func (o *orphanBooks) claim(recs []recordAt) {
+	o.claimMu.Lock()
+	defer o.claimMu.Unlock()
+	if o.claimed == nil {
+		o.claimed = map[recordAt]bool{}
+	}
+	for _, r := range recs {
+		o.claimed[r] = true
+	}
+}
+
+func (o *orphanBooks) unclaim(recs []recordAt) {
+	if len(recs) == 0 {
+		return
+	}
+	o.claimMu.Lock()
+	defer o.claimMu.Unlock()
+	for _, r := range recs {
+		delete(o.claimed, r)
+	}
+}
+
+// claimedIn returns the offsets of segment's claimed records.
+func (o *orphanBooks) claimedIn(segment uint64) map[int64]bool {
+	o.claimMu.Lock()
+	defer o.claimMu.Unlock()
+	out := map[int64]bool{}
+	for r := range o.claimed {
+		if r.segment == segment {
+			out[r.offset] = true
+		}
+	}
+	return out
 }
 
 // openOrphanBooks reads how the last run ended and lists the segments to
@@ -176,6 +225,7 @@ func (s *Store) auditSegment(ctx context.Context, segment uint64) error {
 	if err != nil {
 		return err
 	}
+	claimed := s.orphans.claimedIn(segment) // before the view (see claimed)
 	view := s.meta.NewView()
 	defer view.Close()
 	counted, err := view.DeadBytes(segment)
@@ -191,6 +241,9 @@ func (s *Store) auditSegment(ctx context.Context, segment uint64) error {
 			}
 		}
 		for _, r := range recs {
+			if claimed[r.offset] {
+				continue // staged bytes FindStaged handed to a command
+			}
 			if !slices.ContainsFunc(refs, func(ref referencer) bool { return covers(ref.extents, segment, r.offset) }) {
 				dead += r.length
 			}

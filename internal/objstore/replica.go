@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -40,9 +41,10 @@ type Staged struct {
 	Extents []meta.Extent
 	Size    int64
 
-	store *Store
-	write uint64
-	once  sync.Once
+	store   *Store
+	write   uint64
+	claimed []recordAt // FindStaged's: kept from the audit until released
+	once    sync.Once
 }
 
 // Stage writes body into the segments as (bucket/key, version) and
@@ -64,15 +66,128 @@ func (s *Store) Stage(ctx context.Context, bucket, key string, version uint64, b
 // Release ends the in-flight pin: the bytes are referenced by a committed
 // record (or, after a failed apply, will be counted dead by Discard).
 func (st *Staged) Release() {
-	st.once.Do(func() { st.store.inflight.done(st.write) })
+	st.once.Do(func() {
+		st.store.orphans.unclaim(st.claimed)
+		st.store.inflight.done(st.write)
+	})
 }
 
 // Discard counts the bytes dead and releases them.
 func (st *Staged) Discard() {
 	st.once.Do(func() {
 		st.store.discard(toBlob(st.Extents))
+		st.store.orphans.unclaim(st.claimed)
 		st.store.inflight.done(st.write)
 	})
+}
+
+// StagedID names the bytes of one object version.
+type StagedID struct {
+	Bucket, Key string
+	Version     uint64
+}
+
+// Unclean reports whether segments the last unclean end left are still
+// to audit: only then can FindStaged find anything.
+func (s *Store) Unclean() bool {
+	s.orphans.mu.Lock()
+	defer s.orphans.mu.Unlock()
+	return len(s.orphans.pending) > 0
+}
+
+// FindStaged looks for objects' bytes that Stage wrote and synced before
+// the last unclean end and that nothing references: the process that
+// knew where they were (a replica keeps its staging table in memory) ended
+// before a command referenced them. want gives each object's size. One
+// pass reads the segments still to audit, the ones that end left (see
+// orphanBooks), in order, and keeps for each object the first complete
+// run of its records: chunk offsets 0, then each where the last ended,
+// up to its size. Scanned records have valid checksums, header and
+// payload. Objects not found are absent from the result; the caller gets
+// their bytes elsewhere.
+//
+// The bytes found are claimed: until Release or Discard the audit does not
+// count them dead, and vacuum leaves their segments alone. Only whole
+// objects can be looked for: the parts of one upload share their owner,
+// and a run of chunks could belong to any of them.
+func (s *Store) FindStaged(ctx context.Context, want map[StagedID]int64) (map[StagedID]*Staged, error) {
+	s.orphans.mu.Lock()
+	defer s.orphans.mu.Unlock()
+	if len(s.orphans.pending) == 0 || len(want) == 0 {
+		return nil, nil
+	}
+	type run struct {
+		id   StagedID
+		size int64
+		recs []blob.Extent
+		next int64 // the chunk offset the run needs next
+		done bool
+	}
+	runs := make(map[ownerID]*run, len(want))
+	for id, size := range want {
+		if size > 0 {
+			runs[ownerID{string(ownerKey(id.Bucket, id.Key)), id.Version}] = &run{id: id, size: size}
+		}
+	}
+	// Pin the segments to scan against vacuum while scanning.
+	first := s.orphans.pending[0]
+	scanning := s.inflight.register(func() uint64 { return first })
+	defer s.inflight.done(scanning)
+	for _, seg := range s.orphans.pending {
+		err := s.blob.ScanSegment(ctx, seg, func(r blob.Record) error {
+			rn := runs[ownerID{string(r.Owner.Key), r.Owner.Version}]
+			switch {
+			case rn == nil || rn.done:
+				return nil
+			case r.ChunkOffset == 0:
+				rn.recs, rn.next = rn.recs[:0], 0 // a run starts (again: a retried stage)
+			case r.ChunkOffset != rn.next || len(rn.recs) == 0:
+				rn.recs, rn.next = rn.recs[:0], 0 // not the next chunk of the run
+				return nil
+			}
+			rn.recs = append(rn.recs, r.Extent)
+			rn.next += r.Extent.Size
+			rn.done = rn.next == rn.size
+			if rn.next > rn.size {
+				rn.recs, rn.next = rn.recs[:0], 0
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("look for staged objects in segment %d: %w", seg, err)
+		}
+	}
+	found := map[StagedID]*Staged{}
+	for _, rn := range runs {
+		if !rn.done {
+			continue
+		}
+		claimed := make([]recordAt, len(rn.recs))
+		low := rn.recs[0].Segment
+		for i, e := range rn.recs {
+			claimed[i] = recordAt{e.Segment, e.Offset}
+			low = min(low, e.Segment)
+		}
+		s.orphans.claim(claimed)
+		write := s.inflight.register(func() uint64 { return low })
+		found[rn.id] = &Staged{Extents: toMeta(mergeRuns(rn.recs)), Size: rn.size, store: s, write: write, claimed: claimed}
+	}
+	return found, nil
+}
+
+// mergeRuns joins records that follow each other on disk into one extent,
+// the form Append gives.
+func mergeRuns(recs []blob.Extent) []blob.Extent {
+	var out []blob.Extent
+	for _, r := range recs {
+		if n := len(out); n > 0 && out[n-1].Segment == r.Segment && out[n-1].Offset+out[n-1].Length == r.Offset {
+			out[n-1].Length += r.Length
+			out[n-1].Size += r.Size
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // ReadExtents streams size bytes of the given extents (a staged write's,

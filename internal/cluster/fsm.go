@@ -58,9 +58,6 @@ type fsm struct {
 	// lostUntil is the index of the latest declaration whose record this
 	// node installed hollow: it serves only once it applied past it.
 	lostUntil atomic.Uint64
-	// rec finds bytes this node staged before an unclean end (recover.go);
-	// nil when there are none to look for. The apply goroutine's own.
-	rec *stageRecovery
 }
 
 // applyResult is what Apply returns to the proposer (on the leader).
@@ -122,9 +119,6 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		f.noteApplied(l.Index)
 	}
 	flush()
-	if f.rec != nil && f.rec.end(f.applied.Load()) {
-		f.rec = nil
-	}
 	return out
 }
 
@@ -290,9 +284,6 @@ func (f *fsm) complete(c *command, index uint64) (*meta.Object, error) {
 // that removes it apply to the same state everywhere.
 func (f *fsm) bytes(c *command, ref bytesRef) (*objstore.Staged, error) {
 	if st := f.node.stages.take(f.node.closing, ref.Stage, pushWait); st != nil {
-		return st, nil
-	}
-	if st := f.rec.take(f.node.closing, f.store, c, ref.Index); st != nil {
 		return st, nil
 	}
 	return f.fetchApplying(c, ref)

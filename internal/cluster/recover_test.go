@@ -17,10 +17,11 @@ import (
 )
 
 // TestStagedBytesFoundAfterCrash: a node that staged the bytes of two puts
-// (synced, as it acknowledges a push) and crashed before applying their
-// commands finds them on its own disk when it applies those commands after
-// the restart, with no member to fetch them from; what no command took is
-// counted dead once the apply passes the commands its log held at start.
+// (synced, as it acknowledges a push), received the puts in its log, and
+// crashed before applying them finds the bytes on its own disk at start and
+// puts them back in its staging table under the puts' stage ids: the apply
+// needs no member to fetch from, and what no command takes is counted dead
+// after stageTTL, as any pushed bytes.
 func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
@@ -65,16 +66,18 @@ func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	if err != nil || applied > 1 {
 		t.Fatalf("applied %d, %v", applied, err)
 	}
-	rec := planRecovery(s, logs, applied, slog.Default())
-	if rec == nil || len(rec.want) != 2 || rec.upTo != 3 {
-		t.Fatalf("recovery plan %+v, want the two puts up to index 3", rec)
+	found := recoverStaged(ctx, s, logs, applied, slog.Default())
+	if len(found) != 2 || found[102] == nil || found[103] == nil {
+		t.Fatalf("found %v, want the bytes of both puts under their stage ids 102 and 103", found)
 	}
-	// The node's staging table is empty, as after any restart, and it has
-	// no member to fetch from: without the recovery the apply would wait
-	// for the bytes for good.
+	// The node's staging table gets them back, as after its restart; it has
+	// no member to fetch from: without them the apply would wait for the
+	// bytes for good.
 	closing, cancel := context.WithCancel(ctx)
 	defer cancel()
-	f := &fsm{node: &Node{stages: newStages(), closing: closing}, store: s, log: slog.Default(), skipTo: applied, rec: rec}
+	n := &Node{stages: newStages(), closing: closing}
+	n.stages.restore(found)
+	f := &fsm{node: n, store: s, log: slog.Default(), skipTo: applied}
 	var l raft.Log
 	for i := applied + 1; i <= 2; i++ {
 		if err := logs.GetLog(i, &l); err != nil {
@@ -100,19 +103,15 @@ func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	if err != nil || !bytes.Equal(got, bodies["a"]) || obj.Version != versions["a"] {
 		t.Fatalf("a after the apply: %v, %d bytes, version %x", err, len(got), obj.Version)
 	}
-	if f.rec == nil || len(f.rec.found) != 1 {
-		t.Fatalf("after index 2 of 3 the recovery should hold b's bytes: %+v", f.rec)
+	if n.stages.has(102) || !n.stages.has(103) {
+		t.Fatal("after the apply of a, the table should hold b's bytes only")
 	}
-	// Index 3 applied elsewhere (a snapshot): the apply passes it without
-	// taking b's bytes, which are then dead.
+	// b's put never applies here (say a snapshot covered it): its bytes go
+	// as unclaimed pushed bytes do, counted dead after stageTTL.
 	deadBefore := deadBytes(s)
-	f.skipTo = 3
-	if err := logs.GetLog(3, &l); err != nil {
-		t.Fatal(err)
-	}
-	f.Apply(&l)
-	if f.rec != nil {
-		t.Fatal("the recovery did not end once the apply passed its last command")
+	n.stages.expire(time.Now().Add(stageTTL + time.Minute))
+	if n.stages.has(103) {
+		t.Fatal("b's bytes outlived stageTTL")
 	}
 	if got := deadBytes(s) - deadBefore; got < int64(len(bodies["b"])) {
 		t.Fatalf("b's unclaimed bytes: %d counted dead, want its %d at least", got, len(bodies["b"]))

@@ -104,7 +104,9 @@ func (s *Store) Unclean() bool {
 // run of its records: chunk offsets 0, then each where the last ended,
 // up to its size. Scanned records have valid checksums, header and
 // payload. Objects not found are absent from the result; the caller gets
-// their bytes elsewhere.
+// their bytes elsewhere. A segment that cannot be read (a corrupt header
+// ends its scan) is named in the error, and what the others hold is
+// returned with it.
 //
 // The bytes found are claimed: until Release or Discard the audit does not
 // count them dead, and vacuum leaves their segments alone. Only whole
@@ -133,7 +135,11 @@ func (s *Store) FindStaged(ctx context.Context, want map[StagedID]int64) (map[St
 	first := s.orphans.pending[0]
 	scanning := s.inflight.register(func() uint64 { return first })
 	defer s.inflight.done(scanning)
+	var scanErr error // segments that could not be read; the others count
 	for _, seg := range s.orphans.pending {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		err := s.blob.ScanSegment(ctx, seg, func(r blob.Record) error {
 			rn := runs[ownerID{string(r.Owner.Key), r.Owner.Version}]
 			switch {
@@ -154,7 +160,7 @@ func (s *Store) FindStaged(ctx context.Context, want map[StagedID]int64) (map[St
 			return nil
 		})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("look for staged objects in segment %d: %w", seg, err)
+			scanErr = errors.Join(scanErr, fmt.Errorf("look for staged objects in segment %d: %w", seg, err))
 		}
 	}
 	found := map[StagedID]*Staged{}
@@ -172,7 +178,7 @@ func (s *Store) FindStaged(ctx context.Context, want map[StagedID]int64) (map[St
 		write := s.inflight.register(func() uint64 { return low })
 		found[rn.id] = &Staged{Extents: toMeta(mergeRuns(rn.recs)), Size: rn.size, store: s, write: write, claimed: claimed}
 	}
-	return found, nil
+	return found, scanErr
 }
 
 // mergeRuns joins records that follow each other on disk into one extent,

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -65,11 +66,12 @@ func recoverStaged(ctx context.Context, store *objstore.Store, logs raft.LogStor
 	if len(want) == 0 {
 		return nil
 	}
+	start := time.Now()
 	found, err := store.FindStaged(ctx, want)
 	if err != nil {
 		log.Warn("looking for bytes staged before the unclean end: some segments could not be read; what they held is fetched from the other members", "err", err)
 	}
-	log.Info("bytes staged before the unclean end, found on this node's disk", "objects", len(found), "looked_for", len(want))
+	log.Info("bytes staged before the unclean end, found on this node's disk", "objects", len(found), "looked_for", len(want), "took", time.Since(start).Round(time.Millisecond))
 	if len(found) == 0 {
 		return nil
 	}

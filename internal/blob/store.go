@@ -183,7 +183,7 @@ func (s *Store) Append(ctx context.Context, owner Owner, r io.Reader) ([]Extent,
 		if err != nil {
 			return extents, size, err
 		}
-		extents = mergeExtent(extents, ext)
+		extents = MergeExtent(extents, ext)
 		size += int64(n)
 		last = position{ext.Segment, ext.Offset + ext.Length}
 		if rerr != nil {
@@ -212,9 +212,9 @@ func fillChunk(r io.Reader, chunk []byte) (int, error) {
 	return n, nil
 }
 
-// mergeExtent appends ext to extents, extending the last extent when ext
+// MergeExtent appends ext to extents, extending the last extent when ext
 // follows it directly in the same segment.
-func mergeExtent(extents []Extent, ext Extent) []Extent {
+func MergeExtent(extents []Extent, ext Extent) []Extent {
 	if n := len(extents); n > 0 {
 		prev := &extents[n-1]
 		if prev.Segment == ext.Segment && prev.Offset+prev.Length == ext.Offset {
@@ -355,7 +355,7 @@ func (s *Store) copyRecords(ctx context.Context, recs []Record) ([]Extent, posit
 		contiguous := i > 0 && string(prevOwn.Key) == string(rec.Owner.Key) &&
 			prevOwn.Version == rec.Owner.Version && prevNext == rec.ChunkOffset
 		if contiguous {
-			out = mergeExtent(out, ext)
+			out = MergeExtent(out, ext)
 		} else {
 			out = append(out, ext)
 		}

@@ -44,51 +44,45 @@ type orphanBooks struct {
 	floor   uint64   // the floor last persisted
 	closed  bool     // closeOrphanBooks ran
 
-	// claimed holds the records FindStaged handed out and not yet
+	// claimed holds the extents FindStaged handed out and not yet
 	// released: referenced by nothing now, by a record soon. The audit
-	// reads it before it opens its meta view, so a record released after
+	// reads it before it opens its meta view, so an extent released after
 	// that read was referenced (or counted dead by Discard) before the
 	// view.
 	claimMu sync.Mutex
-	claimed map[recordAt]bool
+	claimed map[meta.Extent]bool
 }
 
-// recordAt is where a record starts: its segment and file offset.
-type recordAt struct {
-	segment uint64
-	offset  int64
-}
-
-func (o *orphanBooks) claim(recs []recordAt) {
+func (o *orphanBooks) claim(exts []meta.Extent) {
 	o.claimMu.Lock()
 	defer o.claimMu.Unlock()
 	if o.claimed == nil {
-		o.claimed = map[recordAt]bool{}
+		o.claimed = map[meta.Extent]bool{}
 	}
-	for _, r := range recs {
-		o.claimed[r] = true
+	for _, e := range exts {
+		o.claimed[e] = true
 	}
 }
 
-func (o *orphanBooks) unclaim(recs []recordAt) {
-	if len(recs) == 0 {
+func (o *orphanBooks) unclaim(exts []meta.Extent) {
+	if len(exts) == 0 {
 		return
 	}
 	o.claimMu.Lock()
 	defer o.claimMu.Unlock()
-	for _, r := range recs {
-		delete(o.claimed, r)
+	for _, e := range exts {
+		delete(o.claimed, e)
 	}
 }
 
-// claimedIn returns the offsets of segment's claimed records.
-func (o *orphanBooks) claimedIn(segment uint64) map[int64]bool {
+// claimedIn returns the claimed extents of segment.
+func (o *orphanBooks) claimedIn(segment uint64) []meta.Extent {
 	o.claimMu.Lock()
 	defer o.claimMu.Unlock()
-	out := map[int64]bool{}
-	for r := range o.claimed {
-		if r.segment == segment {
-			out[r.offset] = true
+	var out []meta.Extent
+	for e := range o.claimed {
+		if e.Segment == segment {
+			out = append(out, e)
 		}
 	}
 	return out
@@ -241,7 +235,7 @@ func (s *Store) auditSegment(ctx context.Context, segment uint64) error {
 			}
 		}
 		for _, r := range recs {
-			if claimed[r.offset] {
+			if covers(claimed, segment, r.offset) {
 				continue // staged bytes FindStaged handed to a command
 			}
 			if !slices.ContainsFunc(refs, func(ref referencer) bool { return covers(ref.extents, segment, r.offset) }) {

@@ -43,7 +43,7 @@ type Staged struct {
 
 	store   *Store
 	write   uint64
-	claimed []recordAt // FindStaged's: kept from the audit until released
+	claimed []meta.Extent // FindStaged's: kept from the audit until released
 	once    sync.Once
 }
 
@@ -151,7 +151,7 @@ func (s *Store) FindStaged(ctx context.Context, want map[StagedID]int64) (map[St
 				rn.recs, rn.next = rn.recs[:0], 0 // not the next chunk of the run
 				return nil
 			}
-			rn.recs = append(rn.recs, r.Extent)
+			rn.recs = blob.MergeExtent(rn.recs, r.Extent)
 			rn.next += r.Extent.Size
 			rn.done = rn.next == rn.size
 			if rn.next > rn.size {
@@ -168,32 +168,13 @@ func (s *Store) FindStaged(ctx context.Context, want map[StagedID]int64) (map[St
 		if !rn.done {
 			continue
 		}
-		claimed := make([]recordAt, len(rn.recs))
-		low := rn.recs[0].Segment
-		for i, e := range rn.recs {
-			claimed[i] = recordAt{e.Segment, e.Offset}
-			low = min(low, e.Segment)
-		}
-		s.orphans.claim(claimed)
+		exts := toMeta(rn.recs)
+		low := exts[0].Segment // the scan goes up the segments: the run's lowest
+		s.orphans.claim(exts)
 		write := s.inflight.register(func() uint64 { return low })
-		found[rn.id] = &Staged{Extents: toMeta(mergeRuns(rn.recs)), Size: rn.size, store: s, write: write, claimed: claimed}
+		found[rn.id] = &Staged{Extents: exts, Size: rn.size, store: s, write: write, claimed: exts}
 	}
 	return found, scanErr
-}
-
-// mergeRuns joins records that follow each other on disk into one extent,
-// the form Append gives.
-func mergeRuns(recs []blob.Extent) []blob.Extent {
-	var out []blob.Extent
-	for _, r := range recs {
-		if n := len(out); n > 0 && out[n-1].Segment == r.Segment && out[n-1].Offset+out[n-1].Length == r.Offset {
-			out[n-1].Length += r.Length
-			out[n-1].Size += r.Size
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
 }
 
 // ReadExtents streams size bytes of the given extents (a staged write's,

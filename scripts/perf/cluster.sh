@@ -103,11 +103,6 @@ start_cluster() {
 	log "cluster up (TLS=$tls): leader $leader, benchmarking through $endpoint"
 }
 
-# cpu_ticks PID...: the user + system clock ticks of each process.
-cpu_ticks() {
-	local pid
-	for pid in "$@"; do awk '{printf "%d ", $14 + $15}' "/proc/$pid/stat" 2>/dev/null || printf '0 '; done
-}
 
 cells=("--sizes 4KiB --concurrency 16,64" "--sizes 1MiB --concurrency 16" "--sizes 64MiB --concurrency 4")
 if [ -n "${CELLS:-}" ]; then IFS=';' read -r -a cells <<<"$CELLS"; fi

@@ -140,3 +140,39 @@ unmount_b3() {
 	wait "$mount_pid" 2>/dev/null || true
 	mount_pid=""
 }
+
+# stop_mount DIR: for an EXIT trap: kills the mount started by mount_b3, if
+# one runs, and detaches DIR.
+stop_mount() {
+	[ -n "${mount_pid:-}" ] && kill "$mount_pid" 2>/dev/null || true
+	fusermount3 -u -z "$1" 2>/dev/null || true
+}
+
+# cpu_ticks PID...: the user + system clock ticks of each process
+# (space-separated; 0 for one that is gone).
+cpu_ticks() {
+	local pid out=()
+	for pid in "$@"; do
+		out+=("$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)")
+	done
+	echo "${out[*]}"
+}
+
+# print_medians RESULTS: the median of each numeric column of a TSV of
+# "round binary measure value..." rows, per measure and binary ("load"
+# rows and rows with a "fail" left out; "-" counts as 0), a line each:
+# the first value with %g, the others with %.3f, then the number of runs.
+print_medians() {
+	python3 - "$1" <<'PY'
+import sys, statistics, collections
+v = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split("\t")
+    if f[2] == "load" or "fail" in f:
+        continue
+    v[(f[2], f[1])].append([float(x) if x != "-" else 0.0 for x in f[3:]])
+for (m, b), rows in sorted(v.items()):
+    med = [statistics.median(c) for c in zip(*rows)]
+    print("\t".join([m, b, "%g" % med[0]] + ["%.3f" % x for x in med[1:]] + ["(%d runs)" % len(rows)]))
+PY
+}

@@ -31,10 +31,8 @@ rm -rf "$work" && mkdir -p "$work/data" "$work/mnt"
 B3_CONSOLE_ADDRESS="" B3_ACCESS_KEY=$ak B3_SECRET_KEY=$sk "$old" server --data "$work/data" --address 127.0.0.1:$port \
 	--admin-address 127.0.0.1:$((port + 1)) >"$work/server.log" 2>&1 &
 server=$!
-mpid=""
 cleanup() {
-	[ -n "$mpid" ] && kill "$mpid" 2>/dev/null || true
-	fusermount3 -u -z "$work/mnt" 2>/dev/null || true
+	stop_mount "$work/mnt"
 	kill "$server" 2>/dev/null || true
 	wait 2>/dev/null || true
 	rm -rf "$work/data"
@@ -46,19 +44,9 @@ for _ in $(seq 600); do
 done
 aws --endpoint-url "$endpoint" s3 mb "s3://$bucket" >/dev/null
 
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # clock ticks
 hz=$(getconf CLK_TCK)
-load() { cut -d' ' -f1 /proc/loadavg; }
 
-mount_bin() {
-	mount_b3 "$1" "$endpoint" "$bucket" "$work/mnt" "$work/mount.log"
-	mpid=$mount_pid
-}
-
-unmount_bin() {
-	unmount_b3 "$work/mnt"
-	mpid=""
-}
+mount_bin() { mount_b3 "$1" "$endpoint" "$bucket" "$work/mnt" "$work/mount.log"; }
 
 # fio_json JOB-ARGS... runs fio and prints "files/s MiB/s" of its one phase.
 fio_json() {
@@ -84,9 +72,9 @@ measure() {
 	local name=$1 field=$2 per=$3
 	shift 3
 	local m0 s0 m1 s1 out rate
-	m0=$(cpu "$mpid") s0=$(cpu "$server")
+	m0=$(cpu_ticks "$mount_pid") s0=$(cpu_ticks "$server")
 	out=$(fio_json "$@")
-	m1=$(cpu "$mpid") s1=$(cpu "$server")
+	m1=$(cpu_ticks "$mount_pid") s1=$(cpu_ticks "$server")
 	rate=$(echo "$out" | cut -d' ' -f"$field")
 	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$bin" "$name" "$rate" \
 		"$(echo "$m0 $m1 $hz $per" | awk '{printf "%.3f", ($2-$1)/$3/$4}')" \
@@ -98,7 +86,7 @@ mount_bin "$new"
 mkdir -p "$work/mnt/seq"
 fio --name=seq --directory="$work/mnt/seq" --rw=write --bs=1M --size=2g --fallocate=none --end_fsync=1 \
 	--filename=big >/dev/null
-unmount_bin
+unmount_b3 "$work/mnt"
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores; old=$old new=$new"
 printf 'round\tbinary\tmeasure\trate\tmount CPU s\tserver CPU s\n'
@@ -109,7 +97,7 @@ for round in $(seq "$rounds"); do
 	for bin in $order; do
 		b=$old
 		[ "$bin" = new ] && b=$new
-		printf '%s\t%s\tload\t%s\n' "$round" "$bin" "$(load)" | tee -a "$results"
+		printf '%s\t%s\tload\t%s\n' "$round" "$bin" "$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$results"
 		mount_bin "$b"
 		dir="$work/mnt/small-$round-$bin"
 		mkdir "$dir"
@@ -120,19 +108,8 @@ for round in $(seq "$rounds"); do
 		# shellcheck disable=SC2046
 		measure small-read 1 2 $(small_job read "$dir")
 		measure seq-read-1job 2 2 --name=seq --filename="$work/mnt/seq/big" --rw=read --bs=1M --size=2g
-		unmount_bin
+		unmount_b3 "$work/mnt"
 	done
 done
 echo "# medians (rate, mount CPU, server CPU)"
-python3 - "$results" <<'PY'
-import sys, statistics, collections
-v = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    f = line.rstrip("\n").split("\t")
-    if f[2] == "load" or "fail" in f:
-        continue
-    v[(f[2], f[1])].append([float(x) for x in f[3:6]])
-for (m, b), rows in sorted(v.items()):
-    med = [statistics.median(c) for c in zip(*rows)]
-    print("%s\t%s\t%g\t%.3f\t%.3f\t(%d runs)" % (m, b, med[0], med[1], med[2], len(rows)))
-PY
+print_medians "$results"

@@ -29,29 +29,17 @@ export AWS_ACCESS_KEY_ID=$access_key AWS_SECRET_ACCESS_KEY=$secret_key AWS_REGIO
 for t in fio fusermount3 /usr/bin/time; do command -v $t >/dev/null || { echo "missing $t" >&2; exit 1; }; done
 rm -rf "$work" && mkdir -p "$work/mnt"
 
-mpid=""
 cleanup() {
-	[ -n "$mpid" ] && kill "$mpid" 2>/dev/null || true
-	fusermount3 -u -z "$work/mnt" 2>/dev/null || true
+	stop_mount "$work/mnt"
 	stop_server
 	rm -rf "$work/data"
 }
 trap cleanup EXIT
 
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # clock ticks
 hz=$(getconf CLK_TCK)
-load() { cut -d' ' -f1 /proc/loadavg; }
 per() { echo "$1 $2 $hz $3" | awk '{printf "%.3f", ($2-$1)/$3/$4}'; } # ticks0 ticks1 units
 
-mount_bin() {
-	mount_b3 "$1" "$endpoint" "$bucket" "$work/mnt" "$work/mount.log"
-	mpid=$mount_pid
-}
-
-unmount_bin() {
-	unmount_b3 "$work/mnt"
-	mpid=""
-}
+mount_bin() { mount_b3 "$1" "$endpoint" "$bucket" "$work/mnt" "$work/mount.log"; }
 
 results="$work/results.tsv"
 : >"$results"
@@ -61,10 +49,10 @@ row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$bin" "$@" | tee -a "$re
 # CPU per GiB of the server and of b3 bench.
 api() {
 	local s0 s1 out
-	s0=$(cpu "$server_pid")
+	s0=$(cpu_ticks "$server_pid")
 	out=$(/usr/bin/time -f "TIME %U %S" "$1" bench peak --endpoint "$endpoint" --bucket "$bucket" --charts=false \
 		--out "$work/bench" --duration 0 --count 2 --sizes 2GiB --concurrency 1 --ops upload 2>&1)
-	s1=$(cpu "$server_pid")
+	s1=$(cpu_ticks "$server_pid")
 	row api-2GiB-upload \
 		"$(echo "$out" | awk '$1=="upload" {v = $7} END {printf "%d", v*1e6/2^20}')" \
 		"$(per "$s0" "$s1" 4)" "-" \
@@ -96,9 +84,9 @@ except Exception:
 through_mount() {
 	local name=$1 kind=$2 s0 m0 s1 m1 out
 	shift 2
-	s0=$(cpu "$server_pid") m0=$(cpu "$mpid")
+	s0=$(cpu_ticks "$server_pid") m0=$(cpu_ticks "$mount_pid")
 	out=$(fio_run "$kind" "$@")
-	s1=$(cpu "$server_pid") m1=$(cpu "$mpid")
+	s1=$(cpu_ticks "$server_pid") m1=$(cpu_ticks "$mount_pid")
 	row "$name" "${out% *}" "$(per "$s0" "$s1" 2)" "$(per "$m0" "$m1" 2)" "${out#* }"
 }
 
@@ -114,7 +102,7 @@ for round in $(seq "$rounds"); do
 		SERVER_BIN=$b start_server b3 "$work/data" "$work/server.log" # sets endpoint, server_pid
 		"$b" bench peak --endpoint "$endpoint" --bucket "$bucket" --count 1 --duration 0 --sizes 1KiB \
 			--concurrency 1 --ops upload --charts=false --out "$work/bench" >/dev/null 2>&1
-		row load "$(load)" - - -
+		row load "$(cut -d' ' -f1 /proc/loadavg)" - - -
 		api "$b"
 		mount_bin "$b"
 		mkdir -p "$work/mnt/seq"
@@ -126,21 +114,10 @@ for round in $(seq "$rounds"); do
 				--filesize=128k --nrfiles=125 --numjobs=16 --openfiles=1 --file_service_type=sequential \
 				--create_on_open=1 --fallocate=none --fsync_on_close=1 --group_reporting
 		fi
-		unmount_bin
+		unmount_b3 "$work/mnt"
 		stop_server
 		rm -rf "$work/data"
 	done
 done
 echo "# medians (rate, server CPU, mount CPU, client CPU)"
-python3 - "$results" <<'PY'
-import sys, statistics, collections
-v = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    f = line.rstrip("\n").split("\t")
-    if f[2] == "load" or "fail" in f:
-        continue
-    v[(f[2], f[1])].append([float(x) if x != "-" else 0.0 for x in f[3:7]])
-for (m, b), rows in sorted(v.items()):
-    med = [statistics.median(c) for c in zip(*rows)]
-    print("%s\t%s\t%g\t%.3f\t%.3f\t%.3f\t(%d runs)" % (m, b, med[0], med[1], med[2], med[3], len(rows)))
-PY
+print_medians "$results"

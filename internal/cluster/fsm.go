@@ -286,6 +286,9 @@ func (f *fsm) bytes(c *command, ref bytesRef) (*objstore.Staged, error) {
 	if st := f.node.stages.take(f.node.closing, ref.Stage, pushWait); st != nil {
 		return st, nil
 	}
+	if st := f.node.stages.takeFound(f.node.closing, c, ref); st != nil {
+		return st, nil
+	}
 	return f.fetchApplying(c, ref)
 }
 

@@ -398,7 +398,7 @@ func open(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.entries, _ = raft.NewLogCache(logCacheSize, n.logs) // (fails only for a capacity <= 0)
-	n.stages.restore(recoverStaged(context.Background(), n.store, n.logs, applied, cfg.Logger))
+	n.stages.adopt(scanStaged(context.Background(), n.store, cfg.Logger))
 	return n, nil
 }
 

@@ -2,10 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/hex"
 	"log/slog"
+	"strings"
 	"time"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/b3-storage/b3/internal/objstore"
 )
@@ -13,83 +13,74 @@ import (
 // Staged bytes after an unclean end.
 //
 // A node finds the bytes of a command by their stage id in a table kept in
-// memory (stages). A node that ends uncleanly after its log received a put
-// whose bytes it staged (synced, acknowledged), and before it applied the
-// put, loses that table; the bytes stay in its segments, referenced by
-// nothing. The apply would then fetch them from the other members, and if
-// none held them (the leader that pushed them lost its disk, the other
-// follower never got them) the group would wait for bytes this node has.
+// memory (stages). A node that ends uncleanly while it holds bytes no
+// command has installed yet loses that table; the bytes stay in its
+// segments, referenced by nothing. They are the bytes of puts
+//
+//   - its log received and it had not applied, or
+//   - its log had not received yet: in sync mode a follower holds the
+//     bytes a moment before the leader proposes the put, and a put
+//     acknowledged by the leader and the other follower reaches this one
+//     only after its restart.
+//
+// The apply would fetch them from the other members, and if none held them
+// (the leader that pushed them lost its disk, the other follower never got
+// them) the group would wait for bytes this node has.
 //
 // So at start, before raft and before any vacuum pass, when the store
 // reports segments left by an unclean end (objstore.Store.Unclean), the
-// node lists the puts its log holds past what the store has applied, reads
-// those segments once for all of them (objstore.Store.FindStaged: the first
-// complete run of each object's records), and puts what it finds back in
-// the table under each put's stage id. From there they go as pushed bytes
-// do: the apply takes them, and what no command takes within stageTTL is
-// discarded (counted dead); a clean close releases them.
+// node reads those segments once (objstore.Store.ScanStaged) and keeps
+// every run of records it finds, by owner. An apply whose stage id is not
+// in the table takes its bytes from there (stages.takeFound) before it
+// asks the other members: a run of the command's owner and size whose MD5
+// sum is the command's ETag. For stageTTL the scanned segments are
+// neither audited nor rewritten by vacuum; then the runs nobody took go to
+// the audit, which counts them dead unless a record references them.
 //
-// Not covered: bytes whose put had not reached this node's log when it
-// ended (in sync mode a follower holds the bytes a moment before the
-// leader proposes the put), and the parts of multipart uploads (FindStaged
-// says why). Those are fetched from the other members, as before.
+// Not covered: the parts of one upload staged at the same moment, whose
+// records interleave so that no run holds one part's bytes alone. Those,
+// and anything the scan did not find, are fetched from the other members,
+// as before.
 
-// recoverStaged returns, by stage id, the bytes of the puts of logs after
-// applied that this node staged before an unclean end; nil if there is
-// nothing to look for or nothing was found.
-func recoverStaged(ctx context.Context, store *objstore.Store, logs raft.LogStore, applied uint64, log *slog.Logger) map[uint64]*objstore.Staged {
+// scanStaged returns the runs of records the last unclean end left, or nil
+// if it left none (or a clean end did).
+func scanStaged(ctx context.Context, store *objstore.Store, log *slog.Logger) *objstore.Found {
 	if !store.Unclean() {
 		return nil
 	}
-	first, err := logs.FirstIndex()
-	if err != nil {
-		return nil
-	}
-	last, err := logs.LastIndex()
-	if err != nil || last <= applied {
-		return nil
-	}
-	want := map[objstore.StagedID]int64{}
-	stage := map[objstore.StagedID]uint64{}
-	for i := max(applied+1, first); i <= last; i++ {
-		var l raft.Log
-		if logs.GetLog(i, &l) != nil || l.Type != raft.LogCommand {
-			continue
-		}
-		c, err := decodeCommand(l.Data)
-		if err != nil || c.Op != opPutObject || c.Stage == 0 || c.Object == nil {
-			continue
-		}
-		id := objstore.StagedID{Bucket: c.Object.Bucket, Key: c.Object.Key, Version: c.Object.Version}
-		want[id], stage[id] = c.Object.Size, c.Stage
-	}
-	if len(want) == 0 {
-		return nil
-	}
 	start := time.Now()
-	found, err := store.FindStaged(ctx, want)
+	found, err := store.ScanStaged(ctx)
 	if err != nil {
 		log.Warn("looking for bytes staged before the unclean end: some segments could not be read; what they held is fetched from the other members", "err", err)
 	}
-	log.Info("bytes staged before the unclean end, found on this node's disk", "objects", len(found), "looked_for", len(want), "took", time.Since(start).Round(time.Millisecond))
-	if len(found) == 0 {
-		return nil
+	if found != nil {
+		log.Info("bytes staged before the unclean end: runs of records kept for the commands that need them", "runs", found.Runs(), "for", stageTTL, "took", time.Since(start).Round(time.Millisecond))
 	}
-	out := make(map[uint64]*objstore.Staged, len(found))
-	for id, st := range found {
-		out[stage[id]] = st
-	}
-	return out
+	return found
 }
 
-// restore puts bytes staged before a restart back under their stage id.
-func (s *stages) restore(found map[uint64]*objstore.Staged) {
-	for id, st := range found {
-		e := s.begin(id)
-		if e == nil {
-			st.Discard() // (cannot happen: the table is empty at start)
-			continue
-		}
-		s.finish(id, e, st, nil)
+// takeFound returns the bytes of c from what the scan at start found, or
+// nil: a run of its owner and size whose MD5 sum is its ETag.
+func (s *stages) takeFound(ctx context.Context, c *command, ref bytesRef) *objstore.Staged {
+	s.mu.Lock()
+	found := s.found
+	s.mu.Unlock()
+	if found == nil {
+		return nil
 	}
+	var size int64
+	var etag string
+	switch {
+	case c.Part != nil:
+		size, etag = c.Part.Size, c.Part.ETag
+	case c.Object != nil:
+		size, etag = c.Object.Size, c.Object.ETag
+	default:
+		return nil
+	}
+	sum, err := hex.DecodeString(strings.Trim(etag, `"`))
+	if err != nil || len(sum) != 16 {
+		return nil // not an MD5 sum: nothing to tell the bytes by
+	}
+	return found.Take(ctx, objstore.StagedID{Bucket: ref.Bucket, Key: ref.Key, Version: ref.Version}, size, sum)
 }

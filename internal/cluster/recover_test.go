@@ -3,6 +3,9 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -16,12 +19,14 @@ import (
 	"github.com/b3-storage/b3/internal/vfs"
 )
 
-// TestStagedBytesFoundAfterCrash: a node that staged the bytes of two puts
-// (synced, as it acknowledges a push), received the puts in its log, and
-// crashed before applying them finds the bytes on its own disk at start and
-// puts them back in its staging table under the puts' stage ids: the apply
-// needs no member to fetch from, and what no command takes is counted dead
-// after stageTTL, as any pushed bytes.
+// TestStagedBytesFoundAfterCrash: a node staged bytes (synced, as it
+// acknowledges a push) and crashed before it applied the commands that
+// install them: a put its log held, a put its log had not received yet (in
+// sync mode the leader proposes once a majority holds the bytes), and a
+// part of an upload beside another part of the same size. At start it
+// scans its segments, and each apply takes its bytes from what the scan
+// found, by owner, size and MD5 sum: it needs no member to fetch from.
+// Bytes no command takes go to the audit after stageTTL.
 func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
@@ -36,25 +41,45 @@ func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	if err := s.ApplyPutBucket(&meta.Bucket{Name: "b", Created: t0}, true, 1); err != nil {
 		t.Fatal(err)
 	}
-	bodies := map[string][]byte{"a": bytes.Repeat([]byte("a-bytes."), 100<<10/8), "b": bytes.Repeat([]byte("b-bytes."), 30<<10/8)}
-	versions := map[string]uint64{"a": 1<<32 | 5, "b": 1<<32 | 6}
-	for _, k := range []string{"a", "b"} {
-		if _, err := s.Stage(ctx, "b", k, versions[k], bytes.NewReader(bodies[k])); err != nil {
+	bodies := map[string][]byte{
+		"a":  bytes.Repeat([]byte("a-bytes."), 100<<10/8), // its put is in the log at the crash
+		"b":  bytes.Repeat([]byte("b-bytes."), 30<<10/8),  // its put reaches the log after
+		"c":  bytes.Repeat([]byte("c-bytes."), 20<<10/8),  // no command ever takes it
+		"p1": bytes.Repeat([]byte("part-1.."), 16<<10/8),  // two parts of upload "u"
+		"p2": bytes.Repeat([]byte("part-2.."), 16<<10/8),
+	}
+	const upload = 1<<32 | 9
+	versions := map[string]uint64{"a": 1<<32 | 5, "b": 1<<32 | 6, "c": 1<<32 | 7, "p1": upload, "p2": upload}
+	keys := map[string]string{"a": "a", "b": "b", "c": "c", "p1": "u", "p2": "u"}
+	for _, k := range []string{"a", "b", "c", "p1", "p2"} {
+		if _, err := s.Stage(ctx, "b", keys[k], versions[k], bytes.NewReader(bodies[k])); err != nil {
 			t.Fatal(err)
 		}
 	}
 	crashed := mem.CrashClone(pvfs.CrashCloneCfg{})
 	_ = s.Close()
 
-	// The log holds the bucket at 1 and both puts, committed, not applied:
-	// a at 2, b at 3. (The bucket's apply, not synced, may be lost too.)
-	logs := raft.NewInmemStore()
-	put := func(index uint64, key string) *raft.Log {
-		obj := &meta.Object{Bucket: "b", Key: key, Version: versions[key], Size: int64(len(bodies[key])), Modified: t0, ETag: "e"}
+	etag := func(k string) string { sum := md5.Sum(bodies[k]); return hex.EncodeToString(sum[:]) }
+	put := func(index uint64, k string) *raft.Log {
+		obj := &meta.Object{Bucket: "b", Key: k, Version: versions[k], Size: int64(len(bodies[k])), Modified: t0, ETag: etag(k)}
 		return commandLog(index, &command{Op: opPutObject, Object: obj, Stage: 100 + index})
 	}
-	bucket := commandLog(1, &command{Op: opCreateBucket, Bucket: &meta.Bucket{Name: "b", Created: t0}})
-	if err := logs.StoreLogs([]*raft.Log{bucket, put(2, "a"), put(3, "b")}); err != nil {
+	uploadID := meta.NewUploadID(upload)
+	part := func(index uint64, n int) *raft.Log {
+		k := fmt.Sprintf("p%d", n)
+		p := &meta.Part{UploadID: uploadID, Number: n, Size: int64(len(bodies[k])), ETag: etag(k), Modified: t0}
+		return commandLog(index, &command{Op: opPutPart, Name: "b", Key: "u", Version: upload, Part: p, Stage: 100 + index})
+	}
+	// At the crash the log holds the bucket at 1, the upload at 2 and a's
+	// put at 3, committed, not applied (the bucket's apply, not synced, may
+	// be lost too). b's put and part 2 come after the restart.
+	logs := raft.NewInmemStore()
+	up := &meta.Upload{Bucket: "b", Key: "u", UploadID: uploadID, Version: upload, Initiated: t0}
+	if err := logs.StoreLogs([]*raft.Log{
+		commandLog(1, &command{Op: opCreateBucket, Bucket: &meta.Bucket{Name: "b", Created: t0}}),
+		commandLog(2, &command{Op: opCreateUpload, Upload: up}),
+		put(3, "a"),
+	}); err != nil {
 		t.Fatal(err)
 	}
 	s, err = objstore.Open(options(crashed))
@@ -66,20 +91,21 @@ func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	if err != nil || applied > 1 {
 		t.Fatalf("applied %d, %v", applied, err)
 	}
-	found := recoverStaged(ctx, s, logs, applied, slog.Default())
-	if len(found) != 2 || found[102] == nil || found[103] == nil {
-		t.Fatalf("found %v, want the bytes of both puts under their stage ids 102 and 103", found)
-	}
-	// The node's staging table gets them back, as after its restart; it has
-	// no member to fetch from: without them the apply would wait for the
-	// bytes for good.
 	closing, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n := &Node{stages: newStages(), closing: closing}
-	n.stages.restore(found)
+	n.stages.adopt(scanStaged(ctx, s, slog.Default()))
+	if n.stages.found == nil {
+		t.Fatal("the scan after the crash kept nothing")
+	}
+	if err := logs.StoreLogs([]*raft.Log{put(4, "b"), part(5, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	// The node has no member to fetch from: without what the scan found
+	// each apply would wait for its bytes for good.
 	f := &fsm{node: n, store: s, log: slog.Default(), skipTo: applied}
 	var l raft.Log
-	for i := applied + 1; i <= 2; i++ {
+	for i := applied + 1; i <= 5; i++ {
 		if err := logs.GetLog(i, &l); err != nil {
 			t.Fatal(err)
 		}
@@ -94,28 +120,58 @@ func TestStagedBytesFoundAfterCrash(t *testing.T) {
 			t.Fatalf("the apply of index %d still waits for bytes after 30 s", i)
 		}
 	}
-	obj, r, err := s.OpenObject(ctx, "b", "a", objstore.WholeObject)
+	for _, k := range []string{"a", "b"} {
+		obj, r, err := s.OpenObject(ctx, "b", k, objstore.WholeObject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || !bytes.Equal(got, bodies[k]) || obj.Version != versions[k] {
+			t.Fatalf("%s after the apply: %v, %d bytes, version %x", k, err, len(got), obj.Version)
+		}
+	}
+	p, err := s.Meta().GetPart(uploadID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.ReadExtents(ctx, "b", "u", upload, p.Extents, p.Size)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := io.ReadAll(r)
 	r.Close()
-	if err != nil || !bytes.Equal(got, bodies["a"]) || obj.Version != versions["a"] {
-		t.Fatalf("a after the apply: %v, %d bytes, version %x", err, len(got), obj.Version)
+	if err != nil || !bytes.Equal(got, bodies["p2"]) {
+		t.Fatalf("part 2 after the apply: %v, %q...", err, got[:min(len(got), 16)])
 	}
-	if n.stages.has(102) || !n.stages.has(103) {
-		t.Fatal("after the apply of a, the table should hold b's bytes only")
-	}
-	// b's put never applies here (say a snapshot covered it): its bytes go
-	// as unclaimed pushed bytes do, counted dead after stageTTL.
+	// After stageTTL the scan's runs go: the next audit counts what no
+	// command took (c and part 1) dead, and nothing installed.
 	deadBefore := deadBytes(s)
 	n.stages.expire(time.Now().Add(stageTTL + time.Minute))
-	if n.stages.has(103) {
-		t.Fatal("b's bytes outlived stageTTL")
+	if n.stages.found != nil {
+		t.Fatal("the scan's runs outlived stageTTL")
 	}
-	if got := deadBytes(s) - deadBefore; got < int64(len(bodies["b"])) {
-		t.Fatalf("b's unclaimed bytes: %d counted dead, want its %d at least", got, len(bodies["b"]))
+	if _, err := s.Vacuum(ctx, 0.99); err != nil {
+		t.Fatal(err)
 	}
+	untaken := int64(len(bodies["c"]) + len(bodies["p1"]))
+	if got := deadBytes(s) - deadBefore; got < untaken || got > untaken+untaken/10 {
+		t.Fatalf("after stageTTL the audit counted %d bytes dead, want c's and part 1's %d and their headers", got, untaken)
+	}
+	for _, k := range []string{"a", "b"} {
+		if got, err := readObject(ctx, s, k); err != nil || !bytes.Equal(got, bodies[k]) {
+			t.Fatalf("%s after the audit: %v", k, err)
+		}
+	}
+}
+
+func readObject(ctx context.Context, s *objstore.Store, key string) ([]byte, error) {
+	_, r, err := s.OpenObject(ctx, "b", key, objstore.WholeObject)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
 }
 
 func deadBytes(s *objstore.Store) int64 {

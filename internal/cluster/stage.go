@@ -25,6 +25,11 @@ import (
 type stages struct {
 	mu sync.Mutex
 	m  map[uint64]*stageEntry
+
+	// found holds the runs of records an unclean end left (recover.go),
+	// from start until stageTTL later.
+	found   *objstore.Found
+	foundAt time.Time
 }
 
 type stageEntry struct {
@@ -135,9 +140,23 @@ func (s *stages) peek(id uint64) *objstore.Staged {
 	}
 }
 
+// adopt keeps what the scan at start found, for stageTTL.
+func (s *stages) adopt(f *objstore.Found) {
+	if f == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.found, s.foundAt = f, time.Now()
+}
+
 // expire discards what no command claimed in time.
 func (s *stages) expire(now time.Time) {
 	s.mu.Lock()
+	var found *objstore.Found
+	if s.found != nil && now.Sub(s.foundAt) > stageTTL {
+		found, s.found = s.found, nil
+	}
 	var old []*stageEntry
 	for id, e := range s.m {
 		select {
@@ -156,14 +175,20 @@ func (s *stages) expire(now time.Time) {
 			e.staged.Discard()
 		}
 	}
+	if found != nil {
+		found.Close()
+	}
 }
 
 // discardAll releases every entry (the node is closing).
 func (s *stages) discardAll() {
 	s.mu.Lock()
-	all := s.m
-	s.m = map[uint64]*stageEntry{}
+	all, found := s.m, s.found
+	s.m, s.found = map[uint64]*stageEntry{}, nil
 	s.mu.Unlock()
+	if found != nil {
+		found.Close()
+	}
 	for _, e := range all {
 		<-e.done
 		if e.staged != nil {

@@ -43,8 +43,9 @@ type orphanBooks struct {
 	pending []uint64 // segments to audit, ascending
 	floor   uint64   // the floor last persisted
 	closed  bool     // closeOrphanBooks ran
+	held    int      // open Founds: no audit while one is open
 
-	// claimed holds the extents FindStaged handed out and not yet
+	// claimed holds the extents Found.Take handed out and not yet
 	// released: referenced by nothing now, by a record soon. The audit
 	// reads it before it opens its meta view, so an extent released after
 	// that read was referenced (or counted dead by Discard) before the
@@ -162,6 +163,9 @@ func (s *Store) orphanFloor() uint64 {
 func (s *Store) auditOrphans(ctx context.Context) error {
 	s.orphans.mu.Lock()
 	defer s.orphans.mu.Unlock()
+	if s.orphans.held > 0 {
+		return nil // a Found is open: its runs may still be taken
+	}
 	for len(s.orphans.pending) > 0 {
 		seg := s.orphans.pending[0]
 		if err := s.auditSegment(ctx, seg); err != nil {
@@ -236,7 +240,7 @@ func (s *Store) auditSegment(ctx context.Context, segment uint64) error {
 		}
 		for _, r := range recs {
 			if covers(claimed, segment, r.offset) {
-				continue // staged bytes FindStaged handed to a command
+				continue // staged bytes Found.Take handed to a command
 			}
 			if !slices.ContainsFunc(refs, func(ref referencer) bool { return covers(ref.extents, segment, r.offset) }) {
 				dead += r.length

@@ -3,6 +3,7 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"io"
 	"log/slog"
 	"slices"
@@ -117,38 +118,41 @@ func TestCleanCloseKeepsAudits(t *testing.T) {
 	}
 }
 
-// TestFindStagedAfterCrash: bytes staged and synced before a crash, which
+// TestScanStagedAfterCrash: bytes staged and synced before a crash, which
 // no record references, are found again after it by (bucket/key,
-// version) and size: a complete run of records only, not a torn one; the
-// audit leaves the found bytes alone while they are claimed; once a record
-// references them they read back whole; a found object discarded is counted
-// dead.
-func TestFindStagedAfterCrash(t *testing.T) {
+// version), size and MD5 sum: a complete run of records only, not a torn
+// one, and of two parts of one upload (one owner) the one with the sum.
+// While the Found is open the audit waits; after Close it counts what no
+// one took, and leaves alone the bytes taken and not yet installed. Once a
+// record references them they read back whole.
+func TestScanStagedAfterCrash(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
 	s := openStore(t, memOptions(mem))
 	ensureBucket(t, s, "b")
-	stage := func(key string, body []byte) (uint64, *Staged) {
+	version := func() uint64 {
 		t.Helper()
-		version, err := s.meta.NextVersion()
+		v, err := s.meta.NextVersion()
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := s.Stage(ctx, "b", key, version, bytes.NewReader(body))
-		if err != nil {
+		return v
+	}
+	stage := func(key string, v uint64, body []byte) {
+		t.Helper()
+		if _, err := s.Stage(ctx, "b", key, v, bytes.NewReader(body)); err != nil {
 			t.Fatal(err)
 		}
-		return version, st
 	}
 	whole := value("whole", 0, 100<<10) // several records (chunk size below)
 	other := value("other", 0, 30<<10)
-	vWhole, _ := stage("whole", whole)
-	vOther, _ := stage("other", other)
+	part1, part2 := value("part1", 0, 24<<10), value("part2", 0, 24<<10)
+	vWhole, vOther, vUpload, vTorn := version(), version(), version(), version()
+	stage("whole", vWhole, whole)
+	stage("other", vOther, other)
+	stage("up", vUpload, part1) // two parts of one upload: one owner, one size
+	stage("up", vUpload, part2)
 	// A stage cut short: its first half only.
-	vTorn, err := s.meta.NextVersion()
-	if err != nil {
-		t.Fatal(err)
-	}
 	torn, _, err := s.blob.Append(ctx, blob.Owner{Key: ownerKey("b", "torn"), Version: vTorn}, bytes.NewReader(value("torn", 0, 20<<10)))
 	if err != nil {
 		t.Fatal(err)
@@ -161,33 +165,56 @@ func TestFindStagedAfterCrash(t *testing.T) {
 	if !s.Unclean() {
 		t.Fatal("no segments to audit after a crash")
 	}
-	want := map[StagedID]int64{
-		{"b", "whole", vWhole}:     int64(len(whole)),
-		{"b", "other", vOther}:     int64(len(other)),
-		{"b", "torn", vTorn}:       40 << 10, // the stage's size; half was written
-		{"b", "absent", vTorn}:     10,
-		{"b", "whole", vWhole + 1}: int64(len(whole)), // another version
+	found, err := s.ScanStaged(ctx)
+	if err != nil || found == nil {
+		t.Fatalf("scan: %v, %v", found, err)
 	}
-	found, err := s.FindStaged(ctx, want)
-	if err != nil {
-		t.Fatal(err)
+	if got := found.Runs(); got != 5 {
+		t.Fatalf("%d runs found, want 5 (whole, other, two parts, the torn stage's start)", got)
 	}
-	if len(found) != 2 || found[StagedID{"b", "whole", vWhole}] == nil || found[StagedID{"b", "other", vOther}] == nil {
-		t.Fatalf("found %v, want whole and other only", found)
+	sum := func(b []byte) []byte { h := md5.Sum(b); return h[:] }
+	for _, miss := range []struct {
+		name string
+		id   StagedID
+		size int64
+		sum  []byte
+	}{
+		{"a torn stage", StagedID{"b", "torn", vTorn}, 40 << 10, nil},
+		{"another version", StagedID{"b", "whole", vWhole + 100}, int64(len(whole)), nil},
+		{"another size", StagedID{"b", "whole", vWhole}, int64(len(whole)) - 1, nil},
+		{"another sum", StagedID{"b", "whole", vWhole}, int64(len(whole)), sum(other)},
+		{"an absent key", StagedID{"b", "absent", vWhole}, 10, nil},
+	} {
+		if st := found.Take(ctx, miss.id, miss.size, miss.sum); st != nil {
+			t.Fatalf("%s: found %v", miss.name, st.Extents)
+		}
 	}
-	st := found[StagedID{"b", "whole", vWhole}]
-	r, err := s.ReadExtents(ctx, "b", "whole", vWhole, st.Extents, st.Size)
-	if err != nil {
-		t.Fatal(err)
+	readAll := func(key string, v uint64, st *Staged) []byte {
+		t.Helper()
+		r, err := s.ReadExtents(ctx, "b", key, v, st.Extents, st.Size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		got, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
 	}
-	got, err := io.ReadAll(r)
-	r.Close()
-	if err != nil || !bytes.Equal(got, whole) {
-		t.Fatalf("found bytes differ: %v (%d bytes)", err, len(got))
+	st := found.Take(ctx, StagedID{"b", "whole", vWhole}, int64(len(whole)), sum(whole))
+	if st == nil || !bytes.Equal(readAll("whole", vWhole, st), whole) {
+		t.Fatal("whole: not found, or other bytes")
+	}
+	if again := found.Take(ctx, StagedID{"b", "whole", vWhole}, int64(len(whole)), nil); again != nil {
+		t.Fatal("whole's run handed out twice")
+	}
+	p2 := found.Take(ctx, StagedID{"b", "up", vUpload}, int64(len(part2)), sum(part2))
+	if p2 == nil || !bytes.Equal(readAll("up", vUpload, p2), part2) {
+		t.Fatal("part 2: not found by its sum, or other bytes")
 	}
 
-	// The audit (the first vacuum pass) counts the torn stage dead, not the
-	// claimed bytes.
+	// While the Found is open, a vacuum pass audits nothing.
 	dead := func() int64 {
 		var n int64
 		for _, sg := range s.Segments() {
@@ -199,15 +226,31 @@ func TestFindStagedAfterCrash(t *testing.T) {
 	if _, err := s.Vacuum(ctx, 0.99); err != nil {
 		t.Fatal(err)
 	}
-	var tornLen int64
-	for _, e := range torn {
-		tornLen += e.Length
+	if got := dead(); got != before || !s.Unclean() {
+		t.Fatalf("an audit ran while the Found was open: %d bytes dead, %d before", got, before)
 	}
-	if got := dead() - before; got != tornLen {
-		t.Fatalf("the audit counted %d bytes dead, want the torn stage's %d", got, tornLen)
+	// After Close it counts dead what nobody took (other, part 1, the torn
+	// stage), not the bytes taken and not yet installed.
+	found.Close()
+	if st := found.Take(ctx, StagedID{"b", "other", vOther}, int64(len(other)), nil); st != nil {
+		t.Fatal("Take after Close handed out bytes")
+	}
+	if _, err := s.Vacuum(ctx, 0.99); err != nil {
+		t.Fatal(err)
+	}
+	var want int64 // the records' bytes: header, owner key, payload
+	for _, e := range torn {
+		want += e.Length
+	}
+	for key, b := range map[string][]byte{"other": other, "up": part1} {
+		chunks := (len(b) + 4<<10 - 1) / (4 << 10)
+		want += int64(len(b) + chunks*(32+len(ownerKey("b", key))))
+	}
+	if got := dead() - before; got != want {
+		t.Fatalf("the audit counted %d bytes dead, want other's, part 1's and the torn stage's %d", got, want)
 	}
 
-	// Referenced, whole reads back; other, discarded, is counted dead.
+	// Referenced, whole reads back; part 2, discarded, is counted dead.
 	if err := s.ApplyPutObject(&meta.Object{Bucket: "b", Key: "whole", Version: vWhole, Modified: time.Now(), ETag: "e", Size: st.Size, Extents: st.Extents}, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -215,15 +258,14 @@ func TestFindStagedAfterCrash(t *testing.T) {
 	if got, err := read(s, "b", "whole"); err != nil || !bytes.Equal(got, whole) {
 		t.Fatalf("whole after install: %v", err)
 	}
-	o := found[StagedID{"b", "other", vOther}]
 	before = dead()
-	o.Discard()
-	var otherLen int64
-	for _, e := range o.Extents {
-		otherLen += e.Length
+	p2.Discard()
+	var p2Len int64
+	for _, e := range p2.Extents {
+		p2Len += e.Length
 	}
-	if got := dead() - before; got != otherLen {
-		t.Fatalf("discarding a found object counted %d bytes dead, want %d", got, otherLen)
+	if got := dead() - before; got != p2Len {
+		t.Fatalf("discarding a found part counted %d bytes dead, want %d", got, p2Len)
 	}
 	if len(s.orphans.claimed) != 0 {
 		t.Fatalf("claims left after release and discard: %v", s.orphans.claimed)

@@ -1,7 +1,9 @@
 package objstore
 
 import (
+	"bytes"
 	"context"
+	"crypto/md5"
 	"errors"
 	"fmt"
 	"io"
@@ -43,7 +45,7 @@ type Staged struct {
 
 	store   *Store
 	write   uint64
-	claimed []meta.Extent // FindStaged's: kept from the audit until released
+	claimed []meta.Extent // Found.Take's: kept from the audit until released
 	once    sync.Once
 }
 
@@ -88,93 +90,167 @@ type StagedID struct {
 }
 
 // Unclean reports whether segments the last unclean end left are still
-// to audit: only then can FindStaged find anything.
+// to audit: only then can ScanStaged find anything.
 func (s *Store) Unclean() bool {
 	s.orphans.mu.Lock()
 	defer s.orphans.mu.Unlock()
 	return len(s.orphans.pending) > 0
 }
 
-// FindStaged looks for objects' bytes that Stage wrote and synced before
-// the last unclean end and that nothing references: the process that
-// knew where they were (a replica keeps its staging table in memory) ended
-// before a command referenced them. want gives each object's size. One
-// pass reads the segments still to audit, the ones that end left (see
-// orphanBooks), in order, and keeps for each object the first complete
-// run of its records: chunk offsets 0, then each where the last ended,
-// up to its size. Scanned records have valid checksums, header and
-// payload. Objects not found are absent from the result; the caller gets
-// their bytes elsewhere. A segment that cannot be read (a corrupt header
-// ends its scan) is named in the error, and what the others hold is
-// returned with it.
+// Found is what ScanStaged found: the runs of records that Stage wrote
+// and synced before the last unclean end, by owner. A replica keeps its
+// staging table in memory; after such an end, the bytes it staged are in
+// its segments, referenced by nothing, and only their owner and size (and
+// the command's checksum) say which they are: Take hands them out by
+// those.
 //
-// The bytes found are claimed: until Release or Discard the audit does not
-// count them dead, and vacuum leaves their segments alone. Only whole
-// objects can be looked for: the parts of one upload share their owner,
-// and a run of chunks could belong to any of them.
-func (s *Store) FindStaged(ctx context.Context, want map[StagedID]int64) (map[StagedID]*Staged, error) {
+// While a Found is open the segments it scanned stay as they are: vacuum
+// neither audits them (a run no command took yet would be counted dead)
+// nor rewrites them. Close ends that; the next audit counts what nobody
+// took. Exactly one Close must be called.
+type Found struct {
+	store *Store
+	pin   uint64 // the in-flight registration that keeps vacuum away
+
+	mu     sync.Mutex
+	runs   map[ownerID][]*foundRun
+	closed bool
+}
+
+// foundRun is a run of one owner's records: chunk offsets 0, then each
+// where the last ended, in the order the scan met them.
+type foundRun struct {
+	recs  []blob.Extent
+	size  int64 // the chunk offset the run needs next: its length so far
+	taken bool
+}
+
+// ScanStaged reads once, in order, the segments the last unclean end left
+// to audit (see orphanBooks), and keeps every run of records: a record at
+// chunk offset 0 starts one, and a record at offset c > 0 extends the
+// first run of its owner that needs c next (otherwise it is a fragment of
+// a torn write, and is dropped). Scanned records have valid checksums,
+// header and payload. The result is nil when there is nothing to scan.
+// A segment that cannot be read (a corrupt header ends its scan) is named
+// in the error, and what the others hold is returned with it.
+//
+// The parts of one upload share their owner, and when two of them were
+// staged at once their records interleave: a run may then mix them. Take
+// checks the bytes against a checksum where it has one.
+func (s *Store) ScanStaged(ctx context.Context) (*Found, error) {
 	s.orphans.mu.Lock()
 	defer s.orphans.mu.Unlock()
-	if len(s.orphans.pending) == 0 || len(want) == 0 {
+	if len(s.orphans.pending) == 0 {
 		return nil, nil
 	}
-	type run struct {
-		id   StagedID
-		size int64
-		recs []blob.Extent
-		next int64 // the chunk offset the run needs next
-		done bool
-	}
-	runs := make(map[ownerID]*run, len(want))
-	for id, size := range want {
-		if size > 0 {
-			runs[ownerID{string(ownerKey(id.Bucket, id.Key)), id.Version}] = &run{id: id, size: size}
-		}
-	}
-	// Pin the segments to scan against vacuum while scanning.
 	first := s.orphans.pending[0]
-	scanning := s.inflight.register(func() uint64 { return first })
-	defer s.inflight.done(scanning)
+	f := &Found{store: s, runs: map[ownerID][]*foundRun{}}
+	f.pin = s.inflight.register(func() uint64 { return first })
+	s.orphans.held++
 	var scanErr error // segments that could not be read; the others count
 	for _, seg := range s.orphans.pending {
 		if ctx.Err() != nil {
+			f.closeLocked()
 			return nil, ctx.Err()
 		}
 		err := s.blob.ScanSegment(ctx, seg, func(r blob.Record) error {
-			rn := runs[ownerID{string(r.Owner.Key), r.Owner.Version}]
-			switch {
-			case rn == nil || rn.done:
-				return nil
-			case r.ChunkOffset == 0:
-				rn.recs, rn.next = rn.recs[:0], 0 // a run starts (again: a retried stage)
-			case r.ChunkOffset != rn.next || len(rn.recs) == 0:
-				rn.recs, rn.next = rn.recs[:0], 0 // not the next chunk of the run
+			id := ownerID{string(r.Owner.Key), r.Owner.Version}
+			if r.ChunkOffset == 0 {
+				f.runs[id] = append(f.runs[id], &foundRun{recs: []blob.Extent{r.Extent}, size: r.Extent.Size})
 				return nil
 			}
-			rn.recs = blob.MergeExtent(rn.recs, r.Extent)
-			rn.next += r.Extent.Size
-			rn.done = rn.next == rn.size
-			if rn.next > rn.size {
-				rn.recs, rn.next = rn.recs[:0], 0
+			for _, rn := range f.runs[id] {
+				if rn.size == r.ChunkOffset {
+					rn.recs = blob.MergeExtent(rn.recs, r.Extent)
+					rn.size += r.Extent.Size
+					return nil
+				}
 			}
 			return nil
 		})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			scanErr = errors.Join(scanErr, fmt.Errorf("look for staged objects in segment %d: %w", seg, err))
+			scanErr = errors.Join(scanErr, fmt.Errorf("look for staged bytes in segment %d: %w", seg, err))
 		}
 	}
-	found := map[StagedID]*Staged{}
-	for _, rn := range runs {
-		if !rn.done {
+	return f, scanErr
+}
+
+// Runs returns how many runs f holds (for logs and tests).
+func (f *Found) Runs() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, rs := range f.runs {
+		n += len(rs)
+	}
+	return n
+}
+
+// Take returns the bytes of id, size bytes long, or nil if f holds none:
+// the first run of the owner of exactly that length not taken yet whose
+// bytes have the MD5 sum md5 (any run of that length, when md5 is nil: an
+// object's version is unique, so any complete run of it is its bytes; the
+// parts of an upload need the sum). The bytes are claimed: the audit
+// leaves them alone, and vacuum their segments, until Release or Discard.
+func (f *Found) Take(ctx context.Context, id StagedID, size int64, md5sum []byte) *Staged {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed || size <= 0 {
+		return nil
+	}
+	s := f.store
+	for _, rn := range f.runs[ownerID{string(ownerKey(id.Bucket, id.Key)), id.Version}] {
+		if rn.taken || rn.size != size {
 			continue
 		}
 		exts := toMeta(rn.recs)
-		low := exts[0].Segment // the scan goes up the segments: the run's lowest
+		if md5sum != nil && !s.sumIs(ctx, id, exts, size, md5sum) {
+			continue
+		}
+		rn.taken = true
+		low := exts[0].Segment
+		for _, e := range exts {
+			low = min(low, e.Segment)
+		}
 		s.orphans.claim(exts)
 		write := s.inflight.register(func() uint64 { return low })
-		found[rn.id] = &Staged{Extents: exts, Size: rn.size, store: s, write: write, claimed: exts}
+		return &Staged{Extents: exts, Size: size, store: s, write: write, claimed: exts}
 	}
-	return found, scanErr
+	return nil
+}
+
+// sumIs reports whether the bytes of exts have the MD5 sum want.
+func (s *Store) sumIs(ctx context.Context, id StagedID, exts []meta.Extent, size int64, want []byte) bool {
+	r, err := s.ReadExtents(ctx, id.Bucket, id.Key, id.Version, exts, size)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	h := md5.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return false
+	}
+	return bytes.Equal(h.Sum(nil), want)
+}
+
+// Close lets vacuum audit and rewrite the scanned segments again. Runs
+// taken stay claimed until their Release or Discard; the others are
+// counted dead by the next audit, if nothing references them.
+func (f *Found) Close() {
+	f.store.orphans.mu.Lock()
+	defer f.store.orphans.mu.Unlock()
+	f.closeLocked()
+}
+
+func (f *Found) closeLocked() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return
+	}
+	f.closed, f.runs = true, nil
+	f.store.orphans.held--
+	f.store.inflight.done(f.pin)
 }
 
 // ReadExtents streams size bytes of the given extents (a staged write's,

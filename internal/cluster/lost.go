@@ -176,6 +176,14 @@ func (f *fsm) fetchApplying(c *command, ref bytesRef) (*objstore.Staged, error) 
 		case r := <-done:
 			return r.st, r.err
 		case <-t.C:
+			if st := f.node.stages.takeFound(ctx, c, ref); st != nil {
+				// The scan after an unclean end has ended, and found them.
+				cancel()
+				if r := <-done; r.err == nil && r.st != nil {
+					r.st.Discard()
+				}
+				return st, nil
+			}
 			if f.waiting.Load() == nil || time.Since(w.since) < lostScanAfter {
 				continue // a round that failed, for a while: a declaration is possible
 			}

@@ -29,33 +29,41 @@ import (
 //
 // So at start, before raft and before any vacuum pass, when the store
 // reports segments left by an unclean end (objstore.Store.Unclean), the
-// node reads those segments once (objstore.Store.ScanStaged) and keeps
-// every run of records it finds, by owner. An apply whose stage id is not
-// in the table takes its bytes from there (stages.takeFound) before it
-// asks the other members: a run of the command's owner and size whose MD5
-// sum is the command's ETag. For stageTTL the scanned segments are
-// neither audited nor rewritten by vacuum; then the runs nobody took go to
-// the audit, which counts them dead unless a record references them.
+// node starts reading those segments once, as background I/O beside raft
+// (objstore.Store.ScanStaged), and keeps every run of records it finds, by
+// owner. An apply whose stage id is not in the table takes its bytes from
+// there (stages.takeFound): a run of the command's owner and size whose
+// MD5 sum is its ETag. It looks there first, and again while it fetches
+// from the other members, so a scan that ends after the apply began still
+// serves it. For stageTTL the scanned segments are neither audited nor
+// rewritten by vacuum; then the runs nobody took go to the audit, which
+// counts them dead unless a record references them.
 //
-// Not covered: the parts of one upload staged at the same moment, whose
-// records interleave so that no run holds one part's bytes alone. Those,
-// and anything the scan did not find, are fetched from the other members,
-// as before.
+// Not covered: stages of one owner (the parts of one upload) written at
+// the same moment whose records interleave in no regular order, so that
+// neither way of chaining records (objstore's chaining) keeps one stage's
+// run whole. Those, and anything the scan did not find, are fetched from
+// the other members, as before.
 
-// scanStaged returns the runs of records the last unclean end left, or nil
-// if it left none (or a clean end did).
+// scanStaged starts the scan of what an unclean end left (the last one,
+// or an earlier one whose segments are not audited yet), or returns nil if
+// there is nothing to scan.
 func scanStaged(ctx context.Context, store *objstore.Store, log *slog.Logger) *objstore.Found {
 	if !store.Unclean() {
 		return nil
 	}
 	start := time.Now()
-	found, err := store.ScanStaged(ctx)
-	if err != nil {
-		log.Warn("looking for bytes staged before the unclean end: some segments could not be read; what they held is fetched from the other members", "err", err)
+	found := store.ScanStaged(ctx)
+	if found == nil {
+		return nil
 	}
-	if found != nil {
-		log.Info("bytes staged before the unclean end: runs of records kept for the commands that need them", "runs", found.Runs(), "for", stageTTL, "took", time.Since(start).Round(time.Millisecond))
-	}
+	go func() {
+		err := found.Wait(ctx)
+		if err != nil {
+			log.Warn("looking for bytes staged before the unclean end: some segments could not be read; what they held is fetched from the other members", "err", err)
+		}
+		log.Info("bytes staged before the unclean end: runs of records no record references, kept for the commands that need them", "runs", found.Runs(), "for", stageTTL, "took", time.Since(start).Round(time.Millisecond))
+	}()
 	return found
 }
 

@@ -25,8 +25,9 @@ import (
 // sync mode the leader proposes once a majority holds the bytes), and a
 // part of an upload beside another part of the same size. At start it
 // scans its segments, and each apply takes its bytes from what the scan
-// found, by owner, size and MD5 sum: it needs no member to fetch from.
-// Bytes no command takes go to the audit after stageTTL.
+// found, by owner, size and MD5 sum, at once or, when the runs come while
+// it waits for a fetch, then: it needs no member to fetch from. Bytes no
+// command takes go to the audit after stageTTL.
 func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
@@ -94,23 +95,41 @@ func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	closing, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n := &Node{stages: newStages(), closing: closing}
-	n.stages.adopt(scanStaged(ctx, s, slog.Default()))
-	if n.stages.found == nil {
-		t.Fatal("the scan after the crash kept nothing")
+	found := scanStaged(ctx, s, slog.Default())
+	if found == nil {
+		t.Fatal("nothing to scan after the crash")
+	}
+	if err := found.Wait(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if err := logs.StoreLogs([]*raft.Log{put(4, "b"), part(5, 2)}); err != nil {
 		t.Fatal(err)
 	}
 	// The node has no member to fetch from: without what the scan found
-	// each apply would wait for its bytes for good.
+	// each apply would wait for its bytes for good. a's apply begins
+	// before the node has the scan's runs (a scan still under way), and
+	// gets them while it waits for a fetch; b's and part 2's find them at
+	// once.
 	f := &fsm{node: n, store: s, log: slog.Default(), skipTo: applied}
-	var l raft.Log
-	for i := applied + 1; i <= 5; i++ {
+	apply := func(i uint64) <-chan applyResult {
+		var l raft.Log
 		if err := logs.GetLog(i, &l); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan applyResult, 1)
 		go func() { done <- f.Apply(&l).(applyResult) }()
+		return done
+	}
+	for i := applied + 1; i <= 5; i++ {
+		done := apply(i)
+		if i == 3 {
+			select {
+			case res := <-done:
+				t.Fatalf("a's apply ended before the scan's runs were there: %v", res.err)
+			case <-time.After(700 * time.Millisecond):
+			}
+			n.stages.adopt(found)
+		}
 		select {
 		case res := <-done:
 			if res.err != nil {

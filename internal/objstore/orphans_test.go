@@ -165,9 +165,12 @@ func TestScanStagedAfterCrash(t *testing.T) {
 	if !s.Unclean() {
 		t.Fatal("no segments to audit after a crash")
 	}
-	found, err := s.ScanStaged(ctx)
-	if err != nil || found == nil {
-		t.Fatalf("scan: %v, %v", found, err)
+	found := s.ScanStaged(ctx)
+	if found == nil {
+		t.Fatal("nothing to scan after a crash")
+	}
+	if err := found.Wait(ctx); err != nil {
+		t.Fatalf("scan: %v", err)
 	}
 	if got := found.Runs(); got != 5 {
 		t.Fatalf("%d runs found, want 5 (whole, other, two parts, the torn stage's start)", got)
@@ -179,11 +182,12 @@ func TestScanStagedAfterCrash(t *testing.T) {
 		size int64
 		sum  []byte
 	}{
-		{"a torn stage", StagedID{"b", "torn", vTorn}, 40 << 10, nil},
-		{"another version", StagedID{"b", "whole", vWhole + 100}, int64(len(whole)), nil},
-		{"another size", StagedID{"b", "whole", vWhole}, int64(len(whole)) - 1, nil},
+		{"a torn stage", StagedID{"b", "torn", vTorn}, 40 << 10, sum(value("torn", 0, 40<<10))},
+		{"another version", StagedID{"b", "whole", vWhole + 100}, int64(len(whole)), sum(whole)},
+		{"another size", StagedID{"b", "whole", vWhole}, int64(len(whole)) - 1, sum(whole[1:])},
 		{"another sum", StagedID{"b", "whole", vWhole}, int64(len(whole)), sum(other)},
-		{"an absent key", StagedID{"b", "absent", vWhole}, 10, nil},
+		{"no sum", StagedID{"b", "whole", vWhole}, int64(len(whole)), nil},
+		{"an absent key", StagedID{"b", "absent", vWhole}, 10, sum(whole[:10])},
 	} {
 		if st := found.Take(ctx, miss.id, miss.size, miss.sum); st != nil {
 			t.Fatalf("%s: found %v", miss.name, st.Extents)
@@ -206,7 +210,7 @@ func TestScanStagedAfterCrash(t *testing.T) {
 	if st == nil || !bytes.Equal(readAll("whole", vWhole, st), whole) {
 		t.Fatal("whole: not found, or other bytes")
 	}
-	if again := found.Take(ctx, StagedID{"b", "whole", vWhole}, int64(len(whole)), nil); again != nil {
+	if again := found.Take(ctx, StagedID{"b", "whole", vWhole}, int64(len(whole)), sum(whole)); again != nil {
 		t.Fatal("whole's run handed out twice")
 	}
 	p2 := found.Take(ctx, StagedID{"b", "up", vUpload}, int64(len(part2)), sum(part2))
@@ -232,7 +236,7 @@ func TestScanStagedAfterCrash(t *testing.T) {
 	// After Close it counts dead what nobody took (other, part 1, the torn
 	// stage), not the bytes taken and not yet installed.
 	found.Close()
-	if st := found.Take(ctx, StagedID{"b", "other", vOther}, int64(len(other)), nil); st != nil {
+	if st := found.Take(ctx, StagedID{"b", "other", vOther}, int64(len(other)), sum(other)); st != nil {
 		t.Fatal("Take after Close handed out bytes")
 	}
 	if _, err := s.Vacuum(ctx, 0.99); err != nil {
@@ -269,5 +273,124 @@ func TestScanStagedAfterCrash(t *testing.T) {
 	}
 	if len(s.orphans.claimed) != 0 {
 		t.Fatalf("claims left after release and discard: %v", s.orphans.claimed)
+	}
+}
+
+// TestChaining: the records of stages written at once interleave in the
+// segments; between them, the two ways of chaining keep each stage's run
+// whole, whichever of the usual orders the records came in.
+func TestChaining(t *testing.T) {
+	// A record is its stage's name and its chunk's index: "a1" is stage
+	// a's second chunk. Every chunk is 4 bytes; stages share one owner.
+	for _, tc := range []struct {
+		name    string
+		records []string
+		want    []string // runs that must be among those kept
+		none    []string // runs that must not
+	}{
+		{"one stage", []string{"a0", "a1", "a2"}, []string{"a0 a1 a2"}, nil},
+		{"two stages taking turns", []string{"a0", "b0", "a1", "b1", "a2", "b2"}, []string{"a0 a1 a2", "b0 b1 b2"}, nil},
+		{"three stages taking turns", []string{"a0", "b0", "c0", "a1", "b1", "c1", "a2", "b2", "c2"}, []string{"a0 a1 a2", "b0 b1 b2", "c0 c1 c2"}, nil},
+		{"a shorter stage, then a longer one", []string{"s0", "s1", "l0", "l1", "l2", "l3"}, []string{"s0 s1", "l0 l1 l2 l3"}, nil},
+		{"a torn stage, then its retry", []string{"t0", "t1", "r0", "r1", "r2"}, []string{"r0 r1 r2"}, nil},
+		{"a fragment", []string{"x1", "x2"}, nil, []string{"x1", "x1 x2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := ownerID{"b\x00k", 7}
+			at := map[int64]string{}
+			ways := []*chaining{{first: true, next: map[ownerID]map[int64][]*foundRun{}}, {next: map[ownerID]map[int64][]*foundRun{}}}
+			var runs []*foundRun
+			for i, name := range tc.records {
+				chunk := int64(name[1] - '0')
+				pos := int64(i) * 100
+				at[pos] = name
+				r := blob.Record{ChunkOffset: chunk * 4, Extent: blob.Extent{Segment: 1, Offset: pos, Length: 40, Size: 4}}
+				for _, ch := range ways {
+					if rn := ch.add(id, r); rn != nil {
+						runs = append(runs, rn)
+					}
+				}
+			}
+			kept := map[string]bool{}
+			for _, rn := range runs {
+				var names []string
+				for r := rn; r != nil; r = r.parent {
+					names = append([]string{at[r.rec.Offset]}, names...)
+				}
+				kept[strings.Join(names, " ")] = true
+			}
+			for _, w := range tc.want {
+				if !kept[w] {
+					t.Errorf("run %q not kept; kept %v", w, kept)
+				}
+			}
+			for _, n := range tc.none {
+				if kept[n] {
+					t.Errorf("run %q kept", n)
+				}
+			}
+		})
+	}
+}
+
+// TestScanStagedAfterCrashParts: the parts of one upload, staged one after
+// the other, a shorter one first, are both found; a part a record already
+// references is not handed out again (a retried command with the same
+// bytes gets its own), so nothing live is counted dead.
+func TestScanStagedAfterCrashParts(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewCrashableMem()
+	s := openStore(t, memOptions(mem))
+	ensureBucket(t, s, "b")
+	v, err := s.meta.NextVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &meta.Upload{Bucket: "b", Key: "up", UploadID: meta.NewUploadID(v), Version: v, Initiated: time.Now()}
+	if err := s.ApplyCreateUpload(up, 10); err != nil {
+		t.Fatal(err)
+	}
+	installed, p3, p1 := value("p2", 0, 16<<10), value("p3", 0, 8<<10), value("p1", 0, 16<<10)
+	st, err := s.Stage(ctx, "b", "up", v, bytes.NewReader(installed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := &meta.Part{UploadID: up.UploadID, Number: 2, Size: st.Size, ETag: "e", Modified: time.Now(), Extents: st.Extents}
+	if err := s.ApplyPutPart("b", "up", part, 11); err != nil {
+		t.Fatal(err)
+	}
+	st.Release()
+	for _, b := range [][]byte{p3, p1} {
+		if _, err := s.Stage(ctx, "b", "up", v, bytes.NewReader(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.StampApplied(11); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone(pvfs.CrashCloneCfg{})
+	_ = s.Close()
+
+	s = openStore(t, memOptions(crashed))
+	defer func() { _ = s.Close() }()
+	found := s.ScanStaged(ctx)
+	if found == nil {
+		t.Fatal("nothing to scan after a crash")
+	}
+	defer found.Close()
+	if err := found.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sum := func(b []byte) []byte { h := md5.Sum(b); return h[:] }
+	id := StagedID{"b", "up", v}
+	if got := found.Take(ctx, id, int64(len(installed)), sum(installed)); got != nil {
+		t.Fatalf("part 2's installed bytes handed out again: %v", got.Extents)
+	}
+	for _, b := range [][]byte{p3, p1} {
+		got := found.Take(ctx, id, int64(len(b)), sum(b))
+		if got == nil {
+			t.Fatalf("a part of %d bytes not found", len(b))
+		}
+		got.Discard()
 	}
 }

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/meta"
 )
 
@@ -97,117 +99,250 @@ func (s *Store) Unclean() bool {
 	return len(s.orphans.pending) > 0
 }
 
-// Found is what ScanStaged found: the runs of records that Stage wrote
+// Found is what ScanStaged finds: the runs of records that Stage wrote
 // and synced before the last unclean end, by owner. A replica keeps its
 // staging table in memory; after such an end, the bytes it staged are in
-// its segments, referenced by nothing, and only their owner and size (and
-// the command's checksum) say which they are: Take hands them out by
+// its segments, referenced by nothing, and only their owner, size and
+// checksum (the command's) say which they are: Take hands them out by
 // those.
 //
-// While a Found is open the segments it scanned stay as they are: vacuum
+// From ScanStaged to Close the segments it scans stay as they are: vacuum
 // neither audits them (a run no command took yet would be counted dead)
-// nor rewrites them. Close ends that; the next audit counts what nobody
-// took. Exactly one Close must be called.
+// nor rewrites them, nor any segment after the first of them. Close ends
+// that; the next audit counts what nobody took. Exactly one Close must be
+// called.
 type Found struct {
-	store *Store
-	pin   uint64 // the in-flight registration that keeps vacuum away
+	store  *Store
+	pin    uint64 // the in-flight registration that keeps vacuum away
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the scan has ended
+	err    error         // the scan's, set before done is closed
 
 	mu     sync.Mutex
-	runs   map[ownerID][]*foundRun
+	runs   map[ownerID][]*foundRun // every run, both ways of chaining
+	used   map[recordAt]bool       // records referenced, or handed out
+	sums   map[string][]byte       // MD5 sums read, by the run's extents
 	closed bool
 }
 
-// foundRun is a run of one owner's records: chunk offsets 0, then each
-// where the last ended, in the order the scan met them.
-type foundRun struct {
-	recs  []blob.Extent
-	size  int64 // the chunk offset the run needs next: its length so far
-	taken bool
+// recordAt locates one record.
+type recordAt struct {
+	segment uint64
+	offset  int64
 }
 
-// ScanStaged reads once, in order, the segments the last unclean end left
-// to audit (see orphanBooks), and keeps every run of records: a record at
-// chunk offset 0 starts one, and a record at offset c > 0 extends the
-// first run of its owner that needs c next (otherwise it is a fragment of
-// a torn write, and is dropped). Scanned records have valid checksums,
-// header and payload. The result is nil when there is nothing to scan.
-// A segment that cannot be read (a corrupt header ends its scan) is named
-// in the error, and what the others hold is returned with it.
-//
-// The parts of one upload share their owner, and when two of them were
-// staged at once their records interleave: a run may then mix them. Take
-// checks the bytes against a checksum where it has one.
-func (s *Store) ScanStaged(ctx context.Context) (*Found, error) {
+// foundRun is a run of one owner's records: chunk offsets 0, then each
+// where the last ended, in the order the scan met them. It is its last
+// record and the run it extends (nil for a run's first record), so runs
+// that share a beginning share it.
+type foundRun struct {
+	parent   *foundRun
+	rec      blob.Extent
+	size     int64 // the chunk offset the run needs next: its length so far
+	extended bool  // a later record extends it (in its own chaining)
+}
+
+// extents returns the run's records in order, merged where they touch.
+func (rn *foundRun) extents() []blob.Extent {
+	var recs []blob.Extent
+	for r := rn; r != nil; r = r.parent {
+		recs = append(recs, r.rec)
+	}
+	slices.Reverse(recs)
+	var out []blob.Extent
+	for _, e := range recs {
+		out = blob.MergeExtent(out, e)
+	}
+	return out
+}
+
+// chaining builds runs in one of two ways. The records of stages written
+// at the same moment interleave, and a record at chunk offset c may extend
+// any run of its owner that needs c next: the oldest such run (first) is
+// right when stages take turns, as concurrent stages of one size do; the
+// newest (last) when one stage follows another that ended (or was torn)
+// at the same offset. The scan chains both ways; Take's checksum picks.
+type chaining struct {
+	first bool
+	next  map[ownerID]map[int64][]*foundRun // runs not extended, by the offset they need
+}
+
+func (ch *chaining) add(id ownerID, r blob.Record) *foundRun {
+	byNext := ch.next[id]
+	if byNext == nil {
+		byNext = map[int64][]*foundRun{}
+		ch.next[id] = byNext
+	}
+	var parent *foundRun
+	if r.ChunkOffset != 0 {
+		waiting := byNext[r.ChunkOffset]
+		if len(waiting) == 0 {
+			return nil // a fragment of a torn write
+		}
+		i := len(waiting) - 1
+		if ch.first {
+			i = 0
+		}
+		parent = waiting[i]
+		parent.extended = true
+		byNext[r.ChunkOffset] = slices.Delete(waiting, i, i+1)
+	}
+	rn := &foundRun{parent: parent, rec: r.Extent, size: r.ChunkOffset + r.Extent.Size}
+	byNext[rn.size] = append(byNext[rn.size], rn)
+	return rn
+}
+
+// ScanStaged starts reading, once and in order, the segments the last
+// unclean end left to audit (see orphanBooks), as background I/O, and
+// keeps every run of records (see chaining) that no record references.
+// Scanned records have valid checksums, header and payload. It returns
+// nil when there is nothing to scan; Wait waits for the scan. A segment
+// that cannot be read (a corrupt header ends its scan) is named in Wait's
+// error, and what the others hold counts.
+func (s *Store) ScanStaged(ctx context.Context) *Found {
 	s.orphans.mu.Lock()
 	defer s.orphans.mu.Unlock()
 	if len(s.orphans.pending) == 0 {
-		return nil, nil
+		return nil
 	}
-	first := s.orphans.pending[0]
-	f := &Found{store: s, runs: map[ownerID][]*foundRun{}}
-	f.pin = s.inflight.register(func() uint64 { return first })
+	// The hold keeps the audit from taking segments off pending, and the
+	// pin keeps vacuum from rewriting them: the list stays valid unlocked.
+	segments := slices.Clone(s.orphans.pending)
+	ctx, cancel := context.WithCancel(iolimit.WithPriority(ctx, iolimit.Background))
+	f := &Found{store: s, cancel: cancel, done: make(chan struct{})}
+	f.pin = s.inflight.register(func() uint64 { return segments[0] })
 	s.orphans.held++
-	var scanErr error // segments that could not be read; the others count
-	for _, seg := range s.orphans.pending {
+	go f.scan(ctx, segments)
+	return f
+}
+
+func (f *Found) scan(ctx context.Context, segments []uint64) {
+	defer close(f.done)
+	runs := map[ownerID][]*foundRun{}
+	ways := []*chaining{{first: true, next: map[ownerID]map[int64][]*foundRun{}}, {next: map[ownerID]map[int64][]*foundRun{}}}
+	var errs error // segments that could not be read; the others count
+	for _, seg := range segments {
 		if ctx.Err() != nil {
-			f.closeLocked()
-			return nil, ctx.Err()
+			f.err = ctx.Err()
+			return
 		}
-		err := s.blob.ScanSegment(ctx, seg, func(r blob.Record) error {
+		err := f.store.blob.ScanSegment(ctx, seg, func(r blob.Record) error {
 			id := ownerID{string(r.Owner.Key), r.Owner.Version}
-			if r.ChunkOffset == 0 {
-				f.runs[id] = append(f.runs[id], &foundRun{recs: []blob.Extent{r.Extent}, size: r.Extent.Size})
-				return nil
-			}
-			for _, rn := range f.runs[id] {
-				if rn.size == r.ChunkOffset {
-					rn.recs = blob.MergeExtent(rn.recs, r.Extent)
-					rn.size += r.Extent.Size
-					return nil
+			for _, ch := range ways {
+				if rn := ch.add(id, r); rn != nil {
+					runs[id] = append(runs[id], rn)
 				}
 			}
 			return nil
 		})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			scanErr = errors.Join(scanErr, fmt.Errorf("look for staged bytes in segment %d: %w", seg, err))
+			errs = errors.Join(errs, fmt.Errorf("look for staged bytes in segment %d: %w", seg, err))
 		}
 	}
-	return f, scanErr
+	// Records a record references are not staged bytes: a retried command
+	// with the same bytes must not get them, nor a failed apply count them
+	// dead.
+	used := map[recordAt]bool{}
+	view := f.store.meta.NewView()
+	for id, rs := range runs {
+		bucket, key, ok := splitOwnerKey([]byte(id.key))
+		if !ok {
+			continue
+		}
+		refs, err := f.store.referencesIn(view, bucket, key, id.version)
+		if err != nil {
+			errs = errors.Join(errs, err)
+			delete(runs, id)
+			continue
+		}
+		for _, ref := range refs {
+			for _, rn := range rs {
+				if covers(ref.extents, rn.rec.Segment, rn.rec.Offset) {
+					used[recordAt{rn.rec.Segment, rn.rec.Offset}] = true
+				}
+			}
+		}
+	}
+	view.Close()
+	for id, rs := range runs { // what a reference covers in part is never taken
+		rs = slices.DeleteFunc(rs, func(rn *foundRun) bool { return anyUsed(used, rn) })
+		if len(rs) == 0 {
+			delete(runs, id)
+		} else {
+			runs[id] = rs
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.closed {
+		f.runs, f.used, f.sums = runs, used, map[string][]byte{}
+	}
+	f.err = errs
 }
 
-// Runs returns how many runs f holds (for logs and tests).
+// Wait waits for the scan to end and returns its error.
+func (f *Found) Wait(ctx context.Context) error {
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Runs returns how many runs f holds that no later record extends, no
+// record references and no Take handed out, counted once however they
+// were chained (for logs and tests).
 func (f *Found) Runs() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n := 0
+	seen := map[string]bool{}
 	for _, rs := range f.runs {
-		n += len(rs)
+		for _, rn := range rs {
+			if !rn.extended && !anyUsed(f.used, rn) {
+				seen[fmt.Sprint(rn.extents())] = true
+			}
+		}
 	}
-	return n
+	return len(seen)
 }
 
-// Take returns the bytes of id, size bytes long, or nil if f holds none:
-// the first run of the owner of exactly that length not taken yet whose
-// bytes have the MD5 sum md5 (any run of that length, when md5 is nil: an
-// object's version is unique, so any complete run of it is its bytes; the
-// parts of an upload need the sum). The bytes are claimed: the audit
-// leaves them alone, and vacuum their segments, until Release or Discard.
+// Take returns the bytes of id, size bytes long, whose MD5 sum is md5sum,
+// or nil if f holds none (or its scan has not ended): a run of the owner
+// of exactly that length, none of whose records is referenced or handed
+// out, with that sum. The bytes are claimed: the audit leaves them alone,
+// and vacuum their segments, until Release or Discard.
 func (f *Found) Take(ctx context.Context, id StagedID, size int64, md5sum []byte) *Staged {
+	select {
+	case <-f.done:
+	default:
+		return nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.closed || size <= 0 {
+	if f.closed || size <= 0 || len(md5sum) == 0 {
 		return nil
 	}
 	s := f.store
 	for _, rn := range f.runs[ownerID{string(ownerKey(id.Bucket, id.Key)), id.Version}] {
-		if rn.taken || rn.size != size {
+		if rn.size != size || anyUsed(f.used, rn) {
 			continue
 		}
-		exts := toMeta(rn.recs)
-		if md5sum != nil && !s.sumIs(ctx, id, exts, size, md5sum) {
+		exts := toMeta(rn.extents())
+		key := fmt.Sprint(exts)
+		sum, ok := f.sums[key]
+		if !ok {
+			if sum = s.md5Of(ctx, id, exts, size); sum == nil {
+				continue // unreadable now; another Take tries again
+			}
+			f.sums[key] = sum
+		}
+		if !bytes.Equal(sum, md5sum) {
 			continue
 		}
-		rn.taken = true
+		for r := rn; r != nil; r = r.parent {
+			f.used[recordAt{r.rec.Segment, r.rec.Offset}] = true
+		}
 		low := exts[0].Segment
 		for _, e := range exts {
 			low = min(low, e.Segment)
@@ -219,38 +354,50 @@ func (f *Found) Take(ctx context.Context, id StagedID, size int64, md5sum []byte
 	return nil
 }
 
-// sumIs reports whether the bytes of exts have the MD5 sum want.
-func (s *Store) sumIs(ctx context.Context, id StagedID, exts []meta.Extent, size int64, want []byte) bool {
+// anyUsed reports whether a record of rn is in used.
+func anyUsed(used map[recordAt]bool, rn *foundRun) bool {
+	for r := rn; r != nil; r = r.parent {
+		if used[recordAt{r.rec.Segment, r.rec.Offset}] {
+			return true
+		}
+	}
+	return false
+}
+
+// md5Of returns the MD5 sum of the bytes of exts, or nil if they cannot be
+// read.
+func (s *Store) md5Of(ctx context.Context, id StagedID, exts []meta.Extent, size int64) []byte {
 	r, err := s.ReadExtents(ctx, id.Bucket, id.Key, id.Version, exts, size)
 	if err != nil {
-		return false
+		return nil
 	}
 	defer r.Close()
 	h := md5.New()
 	if _, err := io.Copy(h, r); err != nil {
-		return false
+		return nil
 	}
-	return bytes.Equal(h.Sum(nil), want)
+	return h.Sum(nil)
 }
 
-// Close lets vacuum audit and rewrite the scanned segments again. Runs
-// taken stay claimed until their Release or Discard; the others are
-// counted dead by the next audit, if nothing references them.
+// Close stops the scan if it still runs and lets vacuum audit and rewrite
+// the scanned segments again. Runs taken stay claimed until their Release
+// or Discard; the others are counted dead by the next audit, if nothing
+// references them.
 func (f *Found) Close() {
-	f.store.orphans.mu.Lock()
-	defer f.store.orphans.mu.Unlock()
-	f.closeLocked()
-}
-
-func (f *Found) closeLocked() {
+	f.cancel()
+	<-f.done
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
+	closed := f.closed
+	f.closed, f.runs, f.used, f.sums = true, nil, nil, nil
+	f.mu.Unlock()
+	if closed {
 		return
 	}
-	f.closed, f.runs = true, nil
-	f.store.orphans.held--
-	f.store.inflight.done(f.pin)
+	s := f.store
+	s.orphans.mu.Lock()
+	defer s.orphans.mu.Unlock()
+	s.orphans.held--
+	s.inflight.done(f.pin)
 }
 
 // ReadExtents streams size bytes of the given extents (a staged write's,

@@ -45,6 +45,7 @@ type vacuumJSON struct {
 	DeadBytes        int64      `json:"dead_bytes"`
 	TotalBytes       int64      `json:"total_bytes"`
 	ThresholdPercent float64    `json:"threshold_percent"`
+	Held             bool       `json:"held_for_recovery"`
 	Pace             paceJSON   `json:"pace"`
 }
 
@@ -137,7 +138,7 @@ func timeOrNull(t time.Time) *time.Time {
 func vacuumView(v objstore.VacuumStatus) vacuumJSON {
 	return vacuumJSON{Running: v.Running, Auto: v.Auto, CurrentSegment: v.CurrentSegment, SegmentsRemoved: v.SegmentsRemoved,
 		BytesReclaimed: v.BytesReclaimed, BytesCopied: v.BytesCopied, LastPass: timeOrNull(v.LastPass), LastError: v.LastError,
-		DeadBytes: v.DeadBytes, TotalBytes: v.TotalBytes, ThresholdPercent: v.ThresholdPercent,
+		DeadBytes: v.DeadBytes, TotalBytes: v.TotalBytes, ThresholdPercent: v.ThresholdPercent, Held: v.Held,
 		Pace: paceJSON{BytesPerSecond: v.Pace.BytesPerSec, Reason: string(v.Pace.Reason), MinBytesPerSecond: v.Pace.MinBytesPerSec,
 			ClientsInFlight: v.Pace.ClientsInFlight, ClientUtilization: v.Pace.ClientUtilization}}
 }
@@ -302,6 +303,9 @@ func printVacuum(v vacuumJSON) func(io.Writer) {
 				v.TotalBytes, v.SegmentsRemoved, v.BytesReclaimed, v.BytesCopied, fmtTime(v.LastPass), v.LastError)
 		})
 		fmt.Fprintf(w, "background pace: %s\n", paceText(v.Pace))
+		if v.Held {
+			fmt.Fprintln(w, "held: the segments an unclean end left are kept as they are while the node looks for staged bytes in them")
+		}
 	}
 }
 

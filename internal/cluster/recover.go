@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
@@ -35,14 +36,19 @@ import (
 // there (stages.takeFound): a run of the command's owner and size whose
 // MD5 sum is its ETag. It looks there first, and again while it fetches
 // from the other members, so a scan that ends after the apply began still
-// serves it. For stageTTL the scanned segments are neither audited nor
-// rewritten by vacuum; then the runs nobody took go to the audit, which
-// counts them dead unless a record references them.
+// serves it. Meanwhile the scanned segments are neither audited nor
+// rewritten by vacuum. Every command that can need those bytes was
+// committed before the node's restart (a put whose leader died before it
+// committed is never applied) or, if the group had no quorum without this
+// node, soon after it; so once the scan has ended and the node has
+// applied everything committed when it first heard from a leader
+// (releaseFound), or at the latest after stageTTL, the runs nobody took go
+// to the audit, which counts them dead unless a record references them.
 //
 // Not covered: stages of one owner (the parts of one upload) written at
-// the same moment whose records interleave in no regular order, so that
-// neither way of chaining records (objstore's chaining) keeps one stage's
-// run whole. Those, and anything the scan did not find, are fetched from
+// the same moment whose records interleave so that neither way of
+// chaining records (objstore's chaining) keeps one stage's run whole (no
+// regular turns, or a stage torn short among them). Those, and anything the scan did not find, are fetched from
 // the other members, as before.
 
 // scanStaged starts the scan of what an unclean end left (the last one,
@@ -59,6 +65,9 @@ func scanStaged(ctx context.Context, store *objstore.Store, log *slog.Logger) *o
 	}
 	go func() {
 		err := found.Wait(ctx)
+		if errors.Is(err, context.Canceled) {
+			return // closed before the scan ended
+		}
 		if err != nil {
 			log.Warn("looking for bytes staged before the unclean end: some segments could not be read; what they held is fetched from the other members", "err", err)
 		}
@@ -91,4 +100,48 @@ func (s *stages) takeFound(ctx context.Context, c *command, ref bytesRef) *objst
 		return nil // not an MD5 sum: nothing to tell the bytes by
 	}
 	return found.Take(ctx, objstore.StagedID{Bucket: ref.Bucket, Key: ref.Key, Version: ref.Version}, size, sum)
+}
+
+// releaseFound closes what the scan at start found once the node has
+// caught up: the scan has ended and the node has applied every command
+// committed when it first heard from a leader. Vacuum may then audit and
+// rewrite the scanned segments again.
+func (n *Node) releaseFound() {
+	defer n.wg.Done()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	var target uint64
+	heard := false
+	for {
+		select {
+		case <-n.closing.Done():
+			return
+		case <-t.C:
+		}
+		found := n.stages.foundNow()
+		if found == nil {
+			return // none, or stageTTL closed it
+		}
+		if target == 0 {
+			// The commit index a leader's first message brings, read a
+			// tick after the node learned of that leader.
+			if _, leader := n.raft.LeaderWithID(); leader == "" {
+				heard = false
+				continue
+			}
+			if !heard {
+				heard = true
+				continue
+			}
+			if target = n.raft.CommitIndex(); target == 0 {
+				continue
+			}
+		}
+		if !found.Done() || n.fsm.applied.Load() < target {
+			continue
+		}
+		n.stages.closeFound(found)
+		n.log.Info("caught up after the unclean end: the segments it left go back to vacuum", "applied", n.fsm.applied.Load())
+		return
+	}
 }

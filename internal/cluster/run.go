@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if n.cfg.VacuumInterval > 0 { // the configured one, or a runtime override
 		n.store.StartVacuum(n.cfg.VacuumInterval)
 	}
-	n.wg.Add(6)
+	n.wg.Add(7)
 	go func() {
 		defer n.wg.Done()
 		n.fsm.fill.run(n.closing)
@@ -131,6 +131,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	go n.watchMembers()
 	go n.prefetchLoop()
 	go n.expireStages()
+	go n.releaseFound()
 	go func() {
 		defer n.wg.Done()
 		n.pacer.Run(n.closing, n.store.PaceSignals())

@@ -150,6 +150,25 @@ func (s *stages) adopt(f *objstore.Found) {
 	s.found, s.foundAt = f, time.Now()
 }
 
+// foundNow returns what the scan at start found, if it is still kept.
+func (s *stages) foundNow() *objstore.Found {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.found
+}
+
+// closeFound closes found if it is still the one kept.
+func (s *stages) closeFound(found *objstore.Found) {
+	s.mu.Lock()
+	if s.found != found {
+		s.mu.Unlock()
+		return
+	}
+	s.found = nil
+	s.mu.Unlock()
+	found.Close()
+}
+
 // expire discards what no command claimed in time.
 func (s *stages) expire(now time.Time) {
 	s.mu.Lock()

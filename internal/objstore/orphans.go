@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/iolimit"
@@ -40,10 +41,10 @@ import (
 // inside the pass).
 type orphanBooks struct {
 	mu      sync.Mutex
-	pending []uint64 // segments to audit, ascending
-	floor   uint64   // the floor last persisted
-	closed  bool     // closeOrphanBooks ran
-	held    int      // open Founds: no audit while one is open
+	pending []uint64     // segments to audit, ascending
+	floor   uint64       // the floor last persisted
+	closed  bool         // closeOrphanBooks ran
+	held    atomic.Int32 // open Founds: no audit while one is open
 
 	// claimed holds the extents Found.Take handed out and not yet
 	// released: referenced by nothing now, by a record soon. The audit
@@ -163,7 +164,7 @@ func (s *Store) orphanFloor() uint64 {
 func (s *Store) auditOrphans(ctx context.Context) error {
 	s.orphans.mu.Lock()
 	defer s.orphans.mu.Unlock()
-	if s.orphans.held > 0 {
+	if s.orphans.held.Load() > 0 {
 		return nil // a Found is open: its runs may still be taken
 	}
 	for len(s.orphans.pending) > 0 {

@@ -394,3 +394,19 @@ func TestScanStagedAfterCrashParts(t *testing.T) {
 		got.Discard()
 	}
 }
+
+func TestCoveredBy(t *testing.T) {
+	exts := []meta.Extent{{Segment: 1, Offset: 0, Length: 100}, {Segment: 1, Offset: 300, Length: 50}, {Segment: 3, Offset: 20, Length: 10}}
+	for _, tc := range []struct {
+		segment uint64
+		offset  int64
+		want    bool
+	}{
+		{1, 0, true}, {1, 99, true}, {1, 100, false}, {1, 299, false}, {1, 300, true}, {1, 349, true}, {1, 350, false},
+		{2, 0, false}, {3, 19, false}, {3, 20, true}, {3, 29, true}, {3, 30, false}, {0, 0, false}, {4, 0, false},
+	} {
+		if got := coveredBy(exts, tc.segment, tc.offset); got != tc.want {
+			t.Errorf("record at %d:%d: covered %v, want %v", tc.segment, tc.offset, got, tc.want)
+		}
+	}
+}

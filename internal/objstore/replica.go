@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/md5"
 	"errors"
@@ -119,9 +120,8 @@ type Found struct {
 	err    error         // the scan's, set before done is closed
 
 	mu     sync.Mutex
-	runs   map[ownerID][]*foundRun // every run, both ways of chaining
+	runs   map[ownerID][]*foundRun // every run, both ways of chaining, oldest first
 	used   map[recordAt]bool       // records referenced, or handed out
-	sums   map[string][]byte       // MD5 sums read, by the run's extents
 	closed bool
 }
 
@@ -138,8 +138,9 @@ type recordAt struct {
 type foundRun struct {
 	parent   *foundRun
 	rec      blob.Extent
-	size     int64 // the chunk offset the run needs next: its length so far
-	extended bool  // a later record extends it (in its own chaining)
+	size     int64  // the chunk offset the run needs next: its length so far
+	extended bool   // a later record extends it (in its own chaining)
+	sum      []byte // its MD5 sum, once a Take has read it
 }
 
 // extents returns the run's records in order, merged where they touch.
@@ -211,7 +212,7 @@ func (s *Store) ScanStaged(ctx context.Context) *Found {
 	ctx, cancel := context.WithCancel(iolimit.WithPriority(ctx, iolimit.Background))
 	f := &Found{store: s, cancel: cancel, done: make(chan struct{})}
 	f.pin = s.inflight.register(func() uint64 { return segments[0] })
-	s.orphans.held++
+	s.orphans.held.Add(1)
 	go f.scan(ctx, segments)
 	return f
 }
@@ -245,6 +246,9 @@ func (f *Found) scan(ctx context.Context, segments []uint64) {
 	used := map[recordAt]bool{}
 	view := f.store.meta.NewView()
 	for id, rs := range runs {
+		if ctx.Err() != nil {
+			break
+		}
 		bucket, key, ok := splitOwnerKey([]byte(id.key))
 		if !ok {
 			continue
@@ -255,16 +259,22 @@ func (f *Found) scan(ctx context.Context, segments []uint64) {
 			delete(runs, id)
 			continue
 		}
+		var exts []meta.Extent
 		for _, ref := range refs {
-			for _, rn := range rs {
-				if covers(ref.extents, rn.rec.Segment, rn.rec.Offset) {
-					used[recordAt{rn.rec.Segment, rn.rec.Offset}] = true
-				}
+			exts = append(exts, ref.extents...)
+		}
+		slices.SortFunc(exts, func(a, b meta.Extent) int {
+			return cmp.Or(cmp.Compare(a.Segment, b.Segment), cmp.Compare(a.Offset, b.Offset))
+		})
+		for _, rn := range rs {
+			if coveredBy(exts, rn.rec.Segment, rn.rec.Offset) {
+				used[recordAt{rn.rec.Segment, rn.rec.Offset}] = true
 			}
 		}
 	}
 	view.Close()
-	for id, rs := range runs { // what a reference covers in part is never taken
+	for id, rs := range runs {
+		rs = dedupe(rs)
 		rs = slices.DeleteFunc(rs, func(rn *foundRun) bool { return anyUsed(used, rn) })
 		if len(rs) == 0 {
 			delete(runs, id)
@@ -272,12 +282,65 @@ func (f *Found) scan(ctx context.Context, segments []uint64) {
 			runs[id] = rs
 		}
 	}
+	if ctx.Err() != nil {
+		errs = ctx.Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.closed {
-		f.runs, f.used, f.sums = runs, used, map[string][]byte{}
+		f.runs, f.used = runs, used
 	}
 	f.err = errs
+}
+
+// coveredBy reports whether one of exts, sorted by segment and offset and
+// not overlapping, holds the record at offset of segment.
+func coveredBy(exts []meta.Extent, segment uint64, offset int64) bool {
+	i, _ := slices.BinarySearchFunc(exts, recordAt{segment, offset}, func(e meta.Extent, r recordAt) int {
+		return cmp.Or(cmp.Compare(e.Segment, r.segment), cmp.Compare(e.Offset, r.offset))
+	})
+	// exts[i] is the first extent at or after the record; the one before
+	// it may start before the record and hold it.
+	if i < len(exts) && exts[i].Segment == segment && exts[i].Offset == offset {
+		return true
+	}
+	return i > 0 && exts[i-1].Segment == segment && offset < exts[i-1].Offset+exts[i-1].Length
+}
+
+// dedupe keeps one of the runs the two chainings built alike (the same
+// records in the same order), in the order given: parents before children.
+func dedupe(rs []*foundRun) []*foundRun {
+	type node struct {
+		parent *foundRun
+		rec    recordAt
+	}
+	canon := map[node]*foundRun{}
+	same := map[*foundRun]*foundRun{}
+	out := rs[:0]
+	for _, rn := range rs {
+		if p, ok := same[rn.parent]; ok {
+			rn.parent = p
+		}
+		k := node{rn.parent, recordAt{rn.rec.Segment, rn.rec.Offset}}
+		if c, ok := canon[k]; ok {
+			same[rn] = c
+			c.extended = c.extended || rn.extended
+			continue
+		}
+		canon[k] = rn
+		out = append(out, rn)
+	}
+	return out
+}
+
+// Done reports whether the scan has ended.
+func (f *Found) Done() bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Wait waits for the scan to end and returns its error.
@@ -324,20 +387,21 @@ func (f *Found) Take(ctx context.Context, id StagedID, size int64, md5sum []byte
 		return nil
 	}
 	s := f.store
-	for _, rn := range f.runs[ownerID{string(ownerKey(id.Bucket, id.Key)), id.Version}] {
+	// Newest first: of two stages of the same bytes (a retry), the later
+	// one is the more likely to be counted nowhere yet.
+	runs := f.runs[ownerID{string(ownerKey(id.Bucket, id.Key)), id.Version}]
+	for i := len(runs) - 1; i >= 0; i-- {
+		rn := runs[i]
 		if rn.size != size || anyUsed(f.used, rn) {
 			continue
 		}
 		exts := toMeta(rn.extents())
-		key := fmt.Sprint(exts)
-		sum, ok := f.sums[key]
-		if !ok {
-			if sum = s.md5Of(ctx, id, exts, size); sum == nil {
+		if rn.sum == nil {
+			if rn.sum = s.md5Of(ctx, id, exts, size); rn.sum == nil {
 				continue // unreadable now; another Take tries again
 			}
-			f.sums[key] = sum
 		}
-		if !bytes.Equal(sum, md5sum) {
+		if !bytes.Equal(rn.sum, md5sum) {
 			continue
 		}
 		for r := rn; r != nil; r = r.parent {
@@ -388,7 +452,7 @@ func (f *Found) Close() {
 	<-f.done
 	f.mu.Lock()
 	closed := f.closed
-	f.closed, f.runs, f.used, f.sums = true, nil, nil, nil
+	f.closed, f.runs, f.used = true, nil, nil
 	f.mu.Unlock()
 	if closed {
 		return
@@ -396,7 +460,7 @@ func (f *Found) Close() {
 	s := f.store
 	s.orphans.mu.Lock()
 	defer s.orphans.mu.Unlock()
-	s.orphans.held--
+	s.orphans.held.Add(-1)
 	s.inflight.done(f.pin)
 }
 

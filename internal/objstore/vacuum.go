@@ -27,6 +27,10 @@ type VacuumStatus struct {
 	DeadBytes        int64 // dead bytes counted over all segments now
 	TotalBytes       int64 // size of all segments now
 	ThresholdPercent float64
+	// Held is set while the segments an unclean end left are held for the
+	// node that looks for staged bytes in them (objstore.Found): vacuum
+	// neither audits them nor rewrites them or any later segment.
+	Held bool
 	// Pace is the background pacing in force: the rate vacuum (and every
 	// other background job) may use now, and why.
 	Pace iolimit.PaceStatus
@@ -537,6 +541,7 @@ func (s *Store) VacuumStatus() VacuumStatus {
 		BytesCopied:      s.vacuum.bytesCopied.Load(),
 		ThresholdPercent: s.opts.VacuumThreshold * 100,
 		Pace:             s.opts.Limiter.Pacer().Status(),
+		Held:             s.orphans.held.Load() > 0,
 	}
 	s.vacuum.mu.Lock()
 	st.Auto = s.vacuum.stopLoop != nil

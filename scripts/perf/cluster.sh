@@ -34,74 +34,8 @@ rounds=${ROUNDS:-1}
 mkdir -p "$out" "$work" || die "cannot create $out"
 build_b3 "$work"
 
-node_pids=()
-stop_cluster() {
-	for pid in "${node_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-	for pid in "${node_pids[@]}"; do
-		local deadline=$((SECONDS + 45))
-		while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-	node_pids=()
-}
 trap 'stop_server; stop_cluster' EXIT
 trap 'log interrupted; exit 130' INT TERM
-
-# start_cluster DIR [TLS]: three nodes on free ports (TLS=1: with
-# --cluster-tls-*); sets endpoint to the leader's S3 endpoint (or a
-# follower's with FORWARD=1) and node_pids.
-start_cluster() {
-	local dir=$1 tls=${2:-0} peers="" i
-	rm -rf "$dir" && mkdir -p "$dir"
-	local s3=() cl=() adm=()
-	for i in 1 2 3; do
-		s3+=("127.0.0.1:$(free_port)") cl+=("127.0.0.1:$(free_port)") adm+=("127.0.0.1:$(free_port)")
-		peers+="${peers:+,}n$i=${cl[$((i - 1))]}"
-	done
-	# No web consoles: three nodes would share its default port (older
-	# binaries have no such flag).
-	local console=()
-	# (The help text is read whole first: with pipefail, grep -q closing the
-	# pipe early would fail the test at random.)
-	local help
-	help=$("$B3_BIN" node --help 2>&1 || true)
-	if grep -q -- -console-address <<<"$help"; then console=(--console-address ""); fi
-	local certs=()
-	if [ "$tls" = 1 ]; then
-		"$B3_BIN" node certs --out "$dir/certs" --nodes "$peers" >/dev/null || die "b3 node certs failed (a binary without cluster TLS?)"
-	fi
-	for i in 1 2 3; do
-		if [ "$tls" = 1 ]; then
-			certs=(--cluster-tls-cert "$dir/certs/n$i.pem" --cluster-tls-key "$dir/certs/n$i-key.pem" --cluster-tls-ca "$dir/certs/ca.pem")
-		fi
-		B3_ACCESS_KEY=$access_key B3_SECRET_KEY=$secret_key B3_ADMIN_TOKEN=bench B3_CLUSTER_SECRET=bench-cluster-secret \
-			"$B3_BIN" node --id "n$i" --data "$dir/n$i" --address "${s3[$((i - 1))]}" \
-			--cluster-address "${cl[$((i - 1))]}" --peers "$peers" --admin-address "${adm[$((i - 1))]}" \
-			"${console[@]}" "${certs[@]}" --log-level warn >"$out/node-n$i.log" 2>&1 &
-		node_pids+=($!)
-	done
-	local deadline=$((SECONDS + 60)) leader=""
-	while [ $SECONDS -lt $deadline ]; do
-		leader=$("$B3_BIN" admin --endpoint "http://${adm[0]}" --token bench cluster status --json 2>/dev/null |
-			python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])' 2>/dev/null)
-		[ -n "$leader" ] && break
-		sleep 0.5
-	done
-	[ -n "$leader" ] || die "the cluster elected no leader"
-	i=${leader#n}
-	if [ "${FORWARD:-0}" = 1 ]; then i=$((i % 3 + 1)); fi
-	endpoint=http://${s3[$((i - 1))]}
-	# The root user is applied once the leader is ready.
-	deadline=$((SECONDS + 30))
-	until AWS_ACCESS_KEY_ID=$access_key AWS_SECRET_ACCESS_KEY=$secret_key "$B3_BIN" bench peak --endpoint "$endpoint" \
-		--access-key "$access_key" --secret-key "$secret_key" --bucket b3-warm --sizes 1KiB --concurrency 1 \
-		--ops upload --duration 200ms --charts=false --out "$out/warm" >/dev/null 2>&1; do
-		[ $SECONDS -lt $deadline ] || die "the cluster does not serve S3"
-		sleep 0.5
-	done
-	log "cluster up (TLS=$tls): leader $leader, benchmarking through $endpoint"
-}
 
 
 cells=("--sizes 4KiB --concurrency 16,64" "--sizes 1MiB --concurrency 16" "--sizes 64MiB --concurrency 4")

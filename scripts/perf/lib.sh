@@ -176,3 +176,78 @@ for (m, b), rows in sorted(v.items()):
     print("\t".join([m, b, "%g" % med[0]] + ["%.3f" % x for x in med[1:]] + ["(%d runs)" % len(rows)]))
 PY
 }
+
+# The 3-node cluster of cluster.sh and restart-scan.sh.
+node_pids=()
+stop_cluster() {
+	for pid in "${node_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	for pid in "${node_pids[@]}"; do
+		local deadline=$((SECONDS + 45))
+		while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	node_pids=()
+}
+# start_cluster DIR [TLS]: three nodes on free ports (TLS=1: with
+# --cluster-tls-*), logging to $out/node-nI.log at NODE_LOG_LEVEL [warn];
+# sets leader, endpoint (the leader's S3 endpoint, or a follower's with
+# FORWARD=1), node_pids and the S3, cluster and admin addresses s3, cl,
+# adm.
+start_cluster() {
+	local dir=$1 tls=${2:-0} peers="" i
+	rm -rf "$dir" && mkdir -p "$dir"
+	cluster_dir=$dir s3=() cl=() adm=() node_pids=()
+	for i in 1 2 3; do
+		s3+=("127.0.0.1:$(free_port)") cl+=("127.0.0.1:$(free_port)") adm+=("127.0.0.1:$(free_port)")
+		peers+="${peers:+,}n$i=${cl[$((i - 1))]}"
+	done
+	# No web consoles: three nodes would share its default port (older
+	# binaries have no such flag).
+	console=()
+	# (The help text is read whole first: with pipefail, grep -q closing the
+	# pipe early would fail the test at random.)
+	local help
+	help=$("$B3_BIN" node --help 2>&1 || true)
+	if grep -q -- -console-address <<<"$help"; then console=(--console-address ""); fi
+	cluster_tls=$tls cluster_peers=$peers
+	if [ "$tls" = 1 ]; then
+		"$B3_BIN" node certs --out "$dir/certs" --nodes "$peers" >/dev/null || die "b3 node certs failed (a binary without cluster TLS?)"
+	fi
+	for i in 1 2 3; do start_node "$i"; done
+	local deadline=$((SECONDS + 60))
+	leader=""
+	while [ $SECONDS -lt $deadline ]; do
+		leader=$("$B3_BIN" admin --endpoint "http://${adm[0]}" --token bench cluster status --json 2>/dev/null |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])' 2>/dev/null)
+		[ -n "$leader" ] && break
+		sleep 0.5
+	done
+	[ -n "$leader" ] || die "the cluster elected no leader"
+	i=${leader#n}
+	if [ "${FORWARD:-0}" = 1 ]; then i=$((i % 3 + 1)); fi
+	endpoint=http://${s3[$((i - 1))]}
+	# The root user is applied once the leader is ready.
+	deadline=$((SECONDS + 30))
+	until AWS_ACCESS_KEY_ID=$access_key AWS_SECRET_ACCESS_KEY=$secret_key "$B3_BIN" bench peak --endpoint "$endpoint" \
+		--access-key "$access_key" --secret-key "$secret_key" --bucket b3-warm --sizes 1KiB --concurrency 1 \
+		--ops upload --duration 200ms --charts=false --out "$out/warm" >/dev/null 2>&1; do
+		[ $SECONDS -lt $deadline ] || die "the cluster does not serve S3"
+		sleep 0.5
+	done
+	log "cluster up (TLS=$tls): leader $leader, benchmarking through $endpoint"
+}
+
+# start_node I: (re)starts node nI of the cluster start_cluster made, on
+# its data directory and addresses.
+start_node() {
+	local i=$1 certs=()
+	if [ "$cluster_tls" = 1 ]; then
+		certs=(--cluster-tls-cert "$cluster_dir/certs/n$i.pem" --cluster-tls-key "$cluster_dir/certs/n$i-key.pem" --cluster-tls-ca "$cluster_dir/certs/ca.pem")
+	fi
+	B3_ACCESS_KEY=$access_key B3_SECRET_KEY=$secret_key B3_ADMIN_TOKEN=bench B3_CLUSTER_SECRET=bench-cluster-secret \
+		"$B3_BIN" node --id "n$i" --data "$cluster_dir/n$i" --address "${s3[$((i - 1))]}" \
+		--cluster-address "${cl[$((i - 1))]}" --peers "$cluster_peers" --admin-address "${adm[$((i - 1))]}" \
+		"${console[@]}" "${certs[@]}" --log-level "${NODE_LOG_LEVEL:-warn}" >>"$out/node-n$i.log" 2>&1 &
+	node_pids[$((i - 1))]=$!
+}

@@ -4,9 +4,10 @@
 # internal/cluster/recover.go) and how soon the node serves again. Three
 # sync nodes on this machine; `b3 bench peak` uploads through the leader
 # for DURATION, the follower is killed KILL_AT into it and restarted a
-# second later. Prints, per round: the data it held, the scan's log line
-# (runs, took), the seconds from the restart until its admin endpoint
-# answers with a leader, and the bench's summary.
+# second later. Prints, per round: the data it held, the seconds from the
+# restart until its admin endpoint answers with a leader, the scan's log
+# line (runs, took), the line saying when it let the segments go to vacuum
+# again, and the bench's summary.
 #
 #   scripts/perf/restart-scan.sh [OUT]   (default /tmp/b3-perf/restart-<time>)
 #
@@ -28,7 +29,7 @@ for round in $(seq "${ROUNDS:-1}"); do
 	f=$(( ${leader#n} % 3 + 1 )) # a follower
 	bench 300 peak --endpoint "$endpoint" --access-key "$access_key" --secret-key "$secret_key" \
 		--bucket b3-restart --ops upload --sizes "${SIZE:-1MiB}" --concurrency "${CONCURRENCY:-16}" \
-		--duration "${DURATION:-40s}" --charts=false --out "$out/bench-$round" >"$out/bench-$round.txt" &
+		--duration "${DURATION:-40s}" --charts=false --out "$out/bench-$round" >"$out/bench-$round.txt" 2>&1 &
 	load=$!
 	sleep "${KILL_AT:-30}"
 	kill -KILL "${node_pids[$((f - 1))]}"
@@ -46,7 +47,7 @@ for round in $(seq "${ROUNDS:-1}"); do
 	wait "$load"
 	sleep 2
 	echo "round $round: n$f killed holding $held of segments; admin answers with a leader ${serving}s after the restart"
-	grep -h "runs of records" "$out/node-n$f.log" | sed 's/^/  /'
-	tail -2 "$out/bench-$round.txt" | head -1 | sed 's/^/  /'
+	grep -h "runs of records\|caught up after the unclean end" "$out/node-n$f.log" | sed 's/^/  /'
+	grep -hE "^ +upload +[0-9]" "$out/bench-$round.txt" | sed 's/^/  /'
 	stop_cluster
 done

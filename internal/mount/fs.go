@@ -39,6 +39,12 @@ type Mounted struct {
 	fs     *mountFS
 }
 
+// maxRequest is the largest read or write request the kernel sends: 8 KiB
+// under its 1 MiB limit, so that go-fuse can grow a pipe to hold a reply
+// with its header and a spare page within the default pipe-max-size
+// (1 MiB). Larger, go-fuse fails to grow it and logs every read.
+const maxRequest = fuse.MAX_KERNEL_WRITE - 8<<10
+
 // Mount checks that the bucket answers, then mounts it on dir. It returns
 // once the kernel serves the mount.
 func Mount(ctx context.Context, client *s3.Client, dir string, cfg Config) (*Mounted, error) {
@@ -78,9 +84,10 @@ func Mount(ctx context.Context, client *s3.Client, dir string, cfg Config) (*Mou
 			AllowOther: cfg.AllowOther,
 			FsName:     "b3:" + cfg.Bucket + "/" + cfg.Prefix,
 			Name:       "b3",
-			// The kernel's limit: 1 MiB requests (max_read, max_write).
-			MaxWrite:     fuse.MAX_KERNEL_WRITE,
-			MaxReadAhead: fuse.MAX_KERNEL_WRITE,
+			// Requests just under the kernel's 1 MiB limit (max_read,
+			// max_write): see maxRequest.
+			MaxWrite:     maxRequest,
+			MaxReadAhead: maxRequest,
 			// Reads and writes of many files at once.
 			MaxBackground: 64,
 			// O_TRUNC comes with open rather than as a separate truncate,
@@ -89,12 +96,14 @@ func Mount(ctx context.Context, client *s3.Client, dir string, cfg Config) (*Mou
 			// Extended attributes are not stored: the kernel answers
 			// EOPNOTSUPP without asking.
 			DisableXAttrs: true,
-			// Replies come from memory, never from a file descriptor, so
-			// splicing cannot apply; left on, go-fuse still prepares a
-			// pipe for every read reply (three system calls, and a log
-			// line for each 1 MiB reply, which exceeds the pipe's size)
-			// before falling back to a plain write.
-			DisableSplice: true,
+			// Splicing stays on although replies come from memory, never
+			// from a file descriptor: only then does go-fuse call a read
+			// result's Done after it has written the reply, which lets a
+			// reply point into a read-ahead buffer instead of copying
+			// out of it (chunkReply). It costs two small system calls per
+			// read (go-fuse writes the header into a pipe before it finds
+			// nothing to splice).
+			DisableSplice: false,
 			Debug:         cfg.Debug,
 			// As root, mount(2) directly; else through fusermount3.
 			DirectMount: true,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -30,7 +31,10 @@ type reader struct {
 	ahead  []*chunk
 }
 
-// chunk is one ranged GET of read-ahead into a pooled buffer.
+// chunk is one ranged GET of read-ahead into a pooled buffer. The buffer
+// goes back to the pool when the reader has dropped the chunk and every
+// reply that points into it has been written (refs: one for the reader,
+// one for each such reply).
 type chunk struct {
 	off    int64
 	buf    []byte
@@ -38,7 +42,32 @@ type chunk struct {
 	err    error
 	done   chan struct{}
 	cancel context.CancelFunc
+	refs   atomic.Int32
+	pool   *bufferPool
 }
+
+// unref drops one reference; the last returns the buffer once the GET
+// has ended.
+func (c *chunk) unref() {
+	if c.refs.Add(-1) == 0 {
+		go func() {
+			<-c.done
+			c.pool.put(c.buf)
+		}()
+	}
+}
+
+// chunkReply is a read's reply served straight from a chunk's buffer: no
+// copy. go-fuse calls Done after it has written the reply to the kernel
+// (with splicing enabled, which is why the mount leaves it on).
+type chunkReply struct {
+	c    *chunk
+	data []byte
+}
+
+func (r *chunkReply) Bytes([]byte) ([]byte, fuse.Status) { return r.data, fuse.OK }
+func (r *chunkReply) Size() int                          { return len(r.data) }
+func (r *chunkReply) Done()                              { r.c.unref() }
 
 func (c *chunk) end() int64 { return c.off + int64(len(c.buf)) }
 
@@ -104,11 +133,7 @@ func (r *reader) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	if r.whole != nil {
 		return fuse.ReadResultData((*r.whole)[off : off+int64(len(dest))]), 0
 	}
-	n, errno := r.readAhead(ctx, dest, off)
-	if errno != 0 {
-		return nil, errno
-	}
-	return fuse.ReadResultData(dest[:n]), 0
+	return r.readAhead(ctx, dest, off)
 }
 
 // nearby is how far from the end of the last read a read still counts as
@@ -116,7 +141,7 @@ func (r *reader) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 // they may arrive slightly out of order.
 const nearby = 4 << 20
 
-func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (int, syscall.Errno) {
+func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	sequential := off >= r.next-nearby && off <= r.next+nearby
 	if sequential && off < r.next {
 		r.late = true
@@ -126,9 +151,9 @@ func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (int, sy
 		// kept: read it alone and keep the window going.
 		n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, off, dest)
 		if err != nil {
-			return 0, failure(r.m.log, "get", r.key, err)
+			return nil, failure(r.m.log, "get", r.key, err)
 		}
-		return n, 0
+		return fuse.ReadResultData(dest[:n]), 0
 	}
 	if len(r.ahead) > 0 && (off < r.ahead[0].off || off >= r.ahead[len(r.ahead)-1].end()) {
 		r.dropAhead()
@@ -139,9 +164,9 @@ func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (int, sy
 		r.next = off + int64(len(dest))
 		n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, off, dest)
 		if err != nil {
-			return 0, failure(r.m.log, "get", r.key, err)
+			return nil, failure(r.m.log, "get", r.key, err)
 		}
-		return n, 0
+		return fuse.ReadResultData(dest[:n]), 0
 	}
 	// Sequential: the window doubles up to ReadAhead.
 	maxWindow := max(1, r.m.cfg.ReadAhead/r.m.cfg.ReadPartSize)
@@ -155,12 +180,13 @@ func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (int, sy
 			r.next = off + int64(len(dest))
 			n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, off, dest)
 			if err != nil {
-				return 0, failure(r.m.log, "get", r.key, err)
+				return nil, failure(r.m.log, "get", r.key, err)
 			}
-			return n, 0
+			return fuse.ReadResultData(dest[:n]), 0
 		}
 	}
 	r.fill(off)
+	var reply fuse.ReadResult
 	copied := 0
 	for copied < len(dest) {
 		pos := off + int64(copied)
@@ -169,7 +195,7 @@ func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (int, sy
 			// Beyond the read-ahead (no buffer was free): read directly.
 			n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, pos, dest[copied:])
 			if err != nil {
-				return 0, failure(r.m.log, "get", r.key, err)
+				return nil, failure(r.m.log, "get", r.key, err)
 			}
 			copied += n
 			break
@@ -177,16 +203,23 @@ func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (int, sy
 		select {
 		case <-c.done:
 		case <-ctx.Done():
-			return 0, syscall.EINTR
+			return nil, syscall.EINTR
 		}
 		if c.err != nil {
 			errno := failure(r.m.log, "get", r.key, c.err)
 			r.dropAhead()
-			return 0, errno
+			return nil, errno
 		}
 		from := int(pos - c.off)
 		if from >= c.n {
 			break // end of object
+		}
+		if copied == 0 && from+len(dest) <= c.n {
+			// The whole reply is in this part: point into its buffer.
+			c.refs.Add(1)
+			reply = &chunkReply{c: c, data: c.buf[from : from+len(dest)]}
+			copied = len(dest)
+			break
 		}
 		copied += copy(dest[copied:], c.buf[from:c.n])
 	}
@@ -203,7 +236,10 @@ func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (int, sy
 		r.ahead = r.ahead[1:]
 	}
 	r.fill(off)
-	return copied, 0
+	if reply == nil {
+		reply = fuse.ReadResultData(dest[:copied])
+	}
+	return reply, 0
 }
 
 // fill keeps window parts in flight past off, as buffers allow.
@@ -228,7 +264,8 @@ func (r *reader) fetch(off int64) bool {
 	}
 	buf = buf[:min(int64(len(buf)), r.obj.size-off)]
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &chunk{off: off, buf: buf, done: make(chan struct{}), cancel: cancel}
+	c := &chunk{off: off, buf: buf, done: make(chan struct{}), cancel: cancel, pool: r.m.readP}
+	c.refs.Store(1)
 	r.ahead = append(r.ahead, c)
 	go func() {
 		defer close(c.done)
@@ -246,13 +283,11 @@ func (r *reader) chunkAt(pos int64) *chunk {
 	return nil
 }
 
-// release returns a part's buffer once its GET has ended.
+// release drops a part: its buffer goes back to the pool once its GET
+// has ended and the replies that point into it have been written.
 func (r *reader) release(c *chunk) {
 	c.cancel()
-	go func() {
-		<-c.done
-		r.m.readP.put(c.buf)
-	}()
+	c.unref()
 }
 
 func (r *reader) dropAhead() {

@@ -47,8 +47,9 @@ import (
 //
 // Not covered: stages of one owner (the parts of one upload) written at
 // the same moment whose records interleave so that neither way of
-// chaining records (objstore's chaining) keeps one stage's run whole (no
-// regular turns, or a stage torn short among them). Those, and anything the scan did not find, are fetched from
+// chaining records (objstore's chaining) keeps one stage's run whole
+// (turns whose order changes, or a stage torn after its first record
+// among them). Those, and anything the scan did not find, are fetched from
 // the other members, as before.
 
 // scanStaged starts the scan of what an unclean end left (the last one,

@@ -141,6 +141,11 @@ type foundRun struct {
 	size     int64  // the chunk offset the run needs next: its length so far
 	extended bool   // a later record extends it (in its own chaining)
 	sum      []byte // its MD5 sum, once a Take has read it
+
+	// In the scan's order of records: the run's first and last record,
+	// and how many it has.
+	start, last uint64
+	depth       int
 }
 
 // extents returns the run's records in order, merged where they touch.
@@ -159,13 +164,29 @@ func (rn *foundRun) extents() []blob.Extent {
 
 // chaining builds runs in one of two ways. The records of stages written
 // at the same moment interleave, and a record at chunk offset c may extend
-// any run of its owner that needs c next: the oldest such run (first) is
-// right when stages take turns, as concurrent stages of one size do; the
-// newest (last) when one stage follows another that ended (or was torn)
-// at the same offset. The scan chains both ways; Take's checksum picks.
+// any run of its owner that needs c next. The oldest such run (first) is
+// right when stages take turns, as concurrent stages of one size do,
+// passing over a run that has stalled: one that another run waiting for
+// c began after, with two records or more (a stage torn short, or one
+// that ended, at c). The newest (last) is right when one stage follows
+// another that ended or was torn at c. The scan chains both ways; Take's
+// checksum picks.
 type chaining struct {
 	first bool
 	next  map[ownerID]map[int64][]*foundRun // runs not extended, by the offset they need
+	seq   uint64                            // records added
+}
+
+// stalled reports whether another run of waiting began after w's last
+// record and has two records or more: it wrote them all while w wrote
+// none, which stages taking turns do not do.
+func stalled(w *foundRun, waiting []*foundRun) bool {
+	for _, o := range waiting {
+		if o.start > w.last && o.depth >= 2 {
+			return true
+		}
+	}
+	return false
 }
 
 func (ch *chaining) add(id ownerID, r blob.Record) *foundRun {
@@ -183,12 +204,22 @@ func (ch *chaining) add(id ownerID, r blob.Record) *foundRun {
 		i := len(waiting) - 1
 		if ch.first {
 			i = 0
+			for j, w := range waiting {
+				if !stalled(w, waiting) {
+					i = j
+					break
+				}
+			}
 		}
 		parent = waiting[i]
 		parent.extended = true
 		byNext[r.ChunkOffset] = slices.Delete(waiting, i, i+1)
 	}
-	rn := &foundRun{parent: parent, rec: r.Extent, size: r.ChunkOffset + r.Extent.Size}
+	ch.seq++
+	rn := &foundRun{parent: parent, rec: r.Extent, size: r.ChunkOffset + r.Extent.Size, start: ch.seq, last: ch.seq, depth: 1}
+	if parent != nil {
+		rn.start, rn.depth = parent.start, parent.depth+1
+	}
 	byNext[rn.size] = append(byNext[rn.size], rn)
 	return rn
 }

@@ -46,7 +46,7 @@ import (
 // to the audit, which counts them dead unless a record references them.
 //
 // Not covered: stages of one owner (the parts of one upload) written at
-// the same moment whose records interleave so that neither way of
+// the same moment whose records interleave so that no way of
 // chaining records (objstore's chaining) keeps one stage's run whole
 // (turns whose order changes, or a stage torn after its first record
 // among them). Those, and anything the scan did not find, are fetched from

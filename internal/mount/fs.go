@@ -42,7 +42,9 @@ type Mounted struct {
 // maxRequest is the largest read or write request the kernel sends: 8 KiB
 // under its 1 MiB limit, so that go-fuse can grow a pipe to hold a reply
 // with its header and a spare page within the default pipe-max-size
-// (1 MiB). Larger, go-fuse fails to grow it and logs every read.
+// (1 MiB). Larger, go-fuse fails to grow it and logs every read (as it
+// does if pipe-max-size is lowered). A program's 1 MiB read becomes two
+// requests, of 1016 and 8 KiB.
 const maxRequest = fuse.MAX_KERNEL_WRITE - 8<<10
 
 // Mount checks that the bucket answers, then mounts it on dir. It returns
@@ -100,9 +102,9 @@ func Mount(ctx context.Context, client *s3.Client, dir string, cfg Config) (*Mou
 			// from a file descriptor: only then does go-fuse call a read
 			// result's Done after it has written the reply, which lets a
 			// reply point into a read-ahead buffer instead of copying
-			// out of it (chunkReply). It costs two small system calls per
-			// read (go-fuse writes the header into a pipe before it finds
-			// nothing to splice).
+			// out of it (chunkReply). It costs three small system calls
+			// per read reply (go-fuse writes the header into a pipe before
+			// it finds nothing to splice, then empties the pipe).
 			DisableSplice: false,
 			Debug:         cfg.Debug,
 			// As root, mount(2) directly; else through fusermount3.

@@ -293,6 +293,8 @@ func TestChaining(t *testing.T) {
 		{"three stages taking turns", []string{"a0", "b0", "c0", "a1", "b1", "c1", "a2", "b2", "c2"}, []string{"a0 a1 a2", "b0 b1 b2", "c0 c1 c2"}, nil},
 		{"a shorter stage, then a longer one", []string{"s0", "s1", "l0", "l1", "l2", "l3"}, []string{"s0 s1", "l0 l1 l2 l3"}, nil},
 		{"a torn stage, then its retry", []string{"t0", "t1", "r0", "r1", "r2"}, []string{"r0 r1 r2"}, nil},
+		{"two stages taking turns in pairs", []string{"a0", "a1", "b0", "b1", "a2", "a3", "b2", "b3"}, []string{"a0 a1 a2 a3", "b0 b1 b2 b3"}, nil},
+		{"two stages taking turns in threes", []string{"a0", "a1", "a2", "b0", "b1", "b2", "a3", "a4", "a5", "b3", "b4", "b5"}, []string{"a0 a1 a2 a3 a4 a5", "b0 b1 b2 b3 b4 b5"}, nil},
 		{"a torn stage, then two taking turns", []string{"t0", "t1", "a0", "b0", "a1", "b1", "a2", "b2", "a3", "b3"}, []string{"a0 a1 a2 a3", "b0 b1 b2 b3"}, nil},
 		{"a shorter stage, then three taking turns", []string{"s0", "s1", "a0", "b0", "c0", "a1", "b1", "c1", "a2", "b2", "c2"}, []string{"s0 s1", "a0 a1 a2", "b0 b1 b2", "c0 c1 c2"}, nil},
 		{"a fragment", []string{"x1", "x2"}, nil, []string{"x1", "x1 x2"}},
@@ -300,7 +302,7 @@ func TestChaining(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			id := ownerID{"b\x00k", 7}
 			at := map[int64]string{}
-			ways := []*chaining{{first: true, next: map[ownerID]map[int64][]*foundRun{}}, {next: map[ownerID]map[int64][]*foundRun{}}}
+			ways := chainings()
 			var runs []*foundRun
 			for i, name := range tc.records {
 				chunk := int64(name[1] - '0')

@@ -162,19 +162,32 @@ func (rn *foundRun) extents() []blob.Extent {
 	return out
 }
 
-// chaining builds runs in one of two ways. The records of stages written
-// at the same moment interleave, and a record at chunk offset c may extend
-// any run of its owner that needs c next. The oldest such run (first) is
-// right when stages take turns, as concurrent stages of one size do,
-// passing over a run that has stalled: one that another run waiting for
-// c began after, with two records or more (a stage torn short, or one
-// that ended, at c). The newest (last) is right when one stage follows
-// another that ended or was torn at c. The scan chains both ways; Take's
-// checksum picks.
+// chaining builds runs in one of three ways. The records of stages
+// written at the same moment interleave, and a record at chunk offset c
+// may extend any run of its owner that needs c next:
+//   - the oldest such run (first) is right when stages take turns, as
+//     concurrent stages of one size do, a record or a burst of them each;
+//   - the oldest that has not stalled (first, skipStalled) is right when a
+//     stage torn short (or one that ended) at c precedes stages taking
+//     turns: a run has stalled when another run waiting for c began after
+//     its last record and has two records or more;
+//   - the newest (last) is right when one stage follows another that ended
+//     or was torn at c.
+//
+// The scan chains all three ways; Take's checksum picks.
 type chaining struct {
-	first bool
-	next  map[ownerID]map[int64][]*foundRun // runs not extended, by the offset they need
-	seq   uint64                            // records added
+	first, skipStalled bool
+	next               map[ownerID]map[int64][]*foundRun // runs not extended, by the offset they need
+	seq                uint64                            // records added
+}
+
+// chainings returns one chaining of each way.
+func chainings() []*chaining {
+	return []*chaining{
+		{first: true, next: map[ownerID]map[int64][]*foundRun{}},
+		{first: true, skipStalled: true, next: map[ownerID]map[int64][]*foundRun{}},
+		{next: map[ownerID]map[int64][]*foundRun{}},
+	}
 }
 
 // stalled reports whether another run of waiting began after w's last
@@ -204,6 +217,8 @@ func (ch *chaining) add(id ownerID, r blob.Record) *foundRun {
 		i := len(waiting) - 1
 		if ch.first {
 			i = 0
+		}
+		if ch.skipStalled {
 			for j, w := range waiting {
 				if !stalled(w, waiting) {
 					i = j
@@ -251,7 +266,7 @@ func (s *Store) ScanStaged(ctx context.Context) *Found {
 func (f *Found) scan(ctx context.Context, segments []uint64) {
 	defer close(f.done)
 	runs := map[ownerID][]*foundRun{}
-	ways := []*chaining{{first: true, next: map[ownerID]map[int64][]*foundRun{}}, {next: map[ownerID]map[int64][]*foundRun{}}}
+	ways := chainings()
 	var errs error // segments that could not be read; the others count
 	for _, seg := range segments {
 		if ctx.Err() != nil {

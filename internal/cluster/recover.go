@@ -29,8 +29,8 @@ import (
 // them) the group would wait for bytes this node has.
 //
 // So at start, before raft and before any vacuum pass, when the store
-// reports segments left by an unclean end (objstore.Store.Unclean), the
-// node starts reading those segments once, as background I/O beside raft
+// holds segments an unclean end left to audit, the node starts reading
+// those segments once, as background I/O beside raft
 // (objstore.Store.ScanStaged), and keeps every run of records it finds, by
 // owner. An apply whose stage id is not in the table takes its bytes from
 // there (stages.takeFound): a run of the command's owner and size whose
@@ -56,9 +56,6 @@ import (
 // or an earlier one whose segments are not audited yet), or returns nil if
 // there is nothing to scan.
 func scanStaged(ctx context.Context, store *objstore.Store, log *slog.Logger) *objstore.Found {
-	if !store.Unclean() {
-		return nil
-	}
 	start := time.Now()
 	found := store.ScanStaged(ctx)
 	if found == nil {
@@ -80,9 +77,7 @@ func scanStaged(ctx context.Context, store *objstore.Store, log *slog.Logger) *o
 // takeFound returns the bytes of c from what the scan at start found, or
 // nil: a run of its owner and size whose MD5 sum is its ETag.
 func (s *stages) takeFound(ctx context.Context, c *command, ref bytesRef) *objstore.Staged {
-	s.mu.Lock()
-	found := s.found
-	s.mu.Unlock()
+	found := s.foundNow()
 	if found == nil {
 		return nil
 	}

@@ -165,7 +165,7 @@ func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	}
 	// After stageTTL the scan's runs go: the next audit counts what no
 	// command took (c and part 1) dead, and nothing installed.
-	deadBefore := deadBytes(s)
+	deadBefore := s.VacuumStatus().DeadBytes
 	n.stages.expire(time.Now().Add(stageTTL + time.Minute))
 	if n.stages.found != nil {
 		t.Fatal("the scan's runs outlived stageTTL")
@@ -174,7 +174,7 @@ func TestStagedBytesFoundAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	untaken := int64(len(bodies["c"]) + len(bodies["p1"]))
-	if got := deadBytes(s) - deadBefore; got < untaken || got > untaken+untaken/10 {
+	if got := s.VacuumStatus().DeadBytes - deadBefore; got < untaken || got > untaken+untaken/10 {
 		t.Fatalf("after stageTTL the audit counted %d bytes dead, want c's and part 1's %d and their headers", got, untaken)
 	}
 	for _, k := range []string{"a", "b"} {
@@ -191,12 +191,4 @@ func readObject(ctx context.Context, s *objstore.Store, key string) ([]byte, err
 	}
 	defer r.Close()
 	return io.ReadAll(r)
-}
-
-func deadBytes(s *objstore.Store) int64 {
-	var n int64
-	for _, sg := range s.Segments() {
-		n += sg.DeadBytes
-	}
-	return n
 }

@@ -88,13 +88,7 @@ func TestInlineObjects(t *testing.T) {
 	defer s.Close()
 	check(s)
 
-	deadOf := func() int64 {
-		var dead int64
-		for _, seg := range s.Segments() {
-			dead += seg.DeadBytes
-		}
-		return dead
-	}
+	deadOf := func() int64 { return s.VacuumStatus().DeadBytes }
 	// Inline replaced by inline, then by segment data, then deleted: only
 	// the segment data becomes dead.
 	dead := deadOf()

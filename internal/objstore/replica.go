@@ -48,7 +48,7 @@ type Staged struct {
 
 	store   *Store
 	write   uint64
-	claimed []meta.Extent // Found.Take's: kept from the audit until released
+	claimed bool // Found.Take's: its extents are kept from the audit until released
 	once    sync.Once
 }
 
@@ -72,7 +72,7 @@ func (s *Store) Stage(ctx context.Context, bucket, key string, version uint64, b
 // record (or, after a failed apply, will be counted dead by Discard).
 func (st *Staged) Release() {
 	st.once.Do(func() {
-		st.store.orphans.unclaim(st.claimed)
+		st.unclaim()
 		st.store.inflight.done(st.write)
 	})
 }
@@ -81,23 +81,21 @@ func (st *Staged) Release() {
 func (st *Staged) Discard() {
 	st.once.Do(func() {
 		st.store.discard(toBlob(st.Extents))
-		st.store.orphans.unclaim(st.claimed)
+		st.unclaim()
 		st.store.inflight.done(st.write)
 	})
+}
+
+func (st *Staged) unclaim() {
+	if st.claimed {
+		st.store.orphans.unclaim(st.Extents)
+	}
 }
 
 // StagedID names the bytes of one object version.
 type StagedID struct {
 	Bucket, Key string
 	Version     uint64
-}
-
-// Unclean reports whether segments the last unclean end left are still
-// to audit: only then can ScanStaged find anything.
-func (s *Store) Unclean() bool {
-	s.orphans.mu.Lock()
-	defer s.orphans.mu.Unlock()
-	return len(s.orphans.pending) > 0
 }
 
 // Found is what ScanStaged finds: the runs of records that Stage wrote
@@ -120,7 +118,7 @@ type Found struct {
 	err    error         // the scan's, set before done is closed
 
 	mu     sync.Mutex
-	runs   map[ownerID][]*foundRun // every run, both ways of chaining, oldest first
+	runs   map[ownerID][]*foundRun // every run, all ways of chaining, oldest first
 	used   map[recordAt]bool       // records referenced, or handed out
 	closed bool
 }
@@ -353,7 +351,7 @@ func coveredBy(exts []meta.Extent, segment uint64, offset int64) bool {
 	return i > 0 && exts[i-1].Segment == segment && offset < exts[i-1].Offset+exts[i-1].Length
 }
 
-// dedupe keeps one of the runs the two chainings built alike (the same
+// dedupe keeps one of the runs the chainings built alike (the same
 // records in the same order), in the order given: parents before children.
 func dedupe(rs []*foundRun) []*foundRun {
 	type node struct {
@@ -400,20 +398,20 @@ func (f *Found) Wait(ctx context.Context) error {
 }
 
 // Runs returns how many runs f holds that no later record extends, no
-// record references and no Take handed out, counted once however they
-// were chained (for logs and tests).
+// record references and no Take handed out (runs chained alike are one
+// since dedupe), for logs and tests.
 func (f *Found) Runs() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	seen := map[string]bool{}
+	n := 0
 	for _, rs := range f.runs {
 		for _, rn := range rs {
 			if !rn.extended && !anyUsed(f.used, rn) {
-				seen[fmt.Sprint(rn.extents())] = true
+				n++
 			}
 		}
 	}
-	return len(seen)
+	return n
 }
 
 // Take returns the bytes of id, size bytes long, whose MD5 sum is md5sum,
@@ -422,9 +420,7 @@ func (f *Found) Runs() int {
 // out, with that sum. The bytes are claimed: the audit leaves them alone,
 // and vacuum their segments, until Release or Discard.
 func (f *Found) Take(ctx context.Context, id StagedID, size int64, md5sum []byte) *Staged {
-	select {
-	case <-f.done:
-	default:
+	if !f.Done() {
 		return nil
 	}
 	f.mu.Lock()
@@ -459,7 +455,7 @@ func (f *Found) Take(ctx context.Context, id StagedID, size int64, md5sum []byte
 		}
 		s.orphans.claim(exts)
 		write := s.inflight.register(func() uint64 { return low })
-		return &Staged{Extents: exts, Size: size, store: s, write: write, claimed: exts}
+		return &Staged{Extents: exts, Size: size, store: s, write: write, claimed: true}
 	}
 	return nil
 }

@@ -96,10 +96,10 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 
 	// Each node's vacuum reclaims the expired objects' bytes: its segments
-	// shrink by at least what old/ held.
-	// The killed node holds the segments its unclean end left while it
-	// looks for staged bytes in them, until it has caught up (well before
-	// the 10 minutes after which it lets them go anyway).
+	// shrink by at least what old/ held. The killed node first holds the
+	// segments its unclean end left while it looks for staged bytes in
+	// them, until it has caught up (well before the 10 minutes after which
+	// it lets them go anyway).
 	for i, n := range c.Nodes {
 		ac := &admin.Client{Endpoint: "http://" + n.AdminAddr, Token: c.AdminToken}
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {

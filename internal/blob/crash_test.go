@@ -217,7 +217,7 @@ func TestCorruption(t *testing.T) {
 // TestTornTailIsCut appends garbage of several kinds after the last record
 // and checks that Open cuts exactly it.
 func TestTornTailIsCut(t *testing.T) {
-	half := appendRecordBytes(nil, []byte("k"), 1, 0, value(5, 3000))
+	half := appendRecordBytes(nil, []byte("k"), 1, 0, 0, value(5, 3000))
 	badPayload := append([]byte(nil), half...)
 	badPayload[len(badPayload)-1] ^= 1
 	for _, tc := range []struct {

@@ -22,7 +22,7 @@
 //
 //	+--------------------------- 32-byte header ---------------------------+
 //	| headerCRC u32 | payloadCRC u32 | 0xB3 | type | keyLen u16 | payloadLen u32 |
-//	| version u64                     | chunkOff u64                          |
+//	| version u64                     | chunkOff u48          | tag u16       |
 //	+-----------------------------------------------------------------------+
 //	| key (keyLen bytes)  | payload (payloadLen bytes)                      |
 //	+-----------------------------------------------------------------------+
@@ -31,6 +31,9 @@
 // byte where a magic should be ends the data. See record.go for the byte
 // offsets. headerCRC covers header bytes [8,32) and the key, payloadCRC the
 // payload, so a corrupt payload behind an intact header can be skipped.
+// The tag marks the records of one append (AppendTagged; 0 for Append):
+// readers ignore it, and it lets a scan tell apart the records of two
+// appends of one owner that interleave.
 //
 // # Write path
 //

@@ -16,9 +16,9 @@ import (
 //	|   headerCRC   |  payloadCRC   |B3 |typ|keyLen |  payloadLen   |
 //	+---------------+---------------+---+---+-------+---------------+
 //	16                              24                              32
-//	+-------------------------------+-------------------------------+
-//	|        owner version          |          chunkOff             |
-//	+-------------------------------+-------------------------------+
+//	+-------------------------------+-----------------------+-------+
+//	|        owner version          |       chunkOff        |  tag  |
+//	+-------------------------------+-----------------------+-------+
 //	32
 //	+---------------------+------------------------------------------+
 //	| key (keyLen bytes)  | payload (payloadLen bytes)               |
@@ -32,7 +32,10 @@ import (
 //	keyLen      length of the owner key
 //	payloadLen  <= MaxChunkSize (a writer uses at most Options.ChunkSize)
 //	version     the owner's version
-//	chunkOff    offset of this payload within the owner's value
+//	chunkOff    offset of this payload within the owner's value (48 bits)
+//	tag         the writer's mark of one Append (16 bits; 0: none, as in
+//	            every record written before tags existed): records of two
+//	            appends of one owner that interleave tell apart by it
 //
 // Two CRCs: a valid headerCRC makes the lengths trustworthy, so a scan can
 // step over a record whose payload is corrupt and go on with the next one.
@@ -46,6 +49,10 @@ const (
 	MaxChunkSize = 64 << 20
 	// MaxKeyLen is the longest owner key a record can carry.
 	MaxKeyLen = math.MaxUint16
+	// MaxValueSize bounds the chunk offsets a record can carry: the 8-byte
+	// field holds the offset in its low 48 bits and the tag in the rest.
+	MaxValueSize = 1 << tagShift
+	tagShift     = 48
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -85,19 +92,20 @@ type recordHeader struct {
 	payloadLen int
 	version    uint64
 	chunkOff   uint64
+	tag        uint16
 }
 
 func (h recordHeader) recordLen() int { return headerSize + h.keyLen + h.payloadLen }
 
 // encodeHeader fills dst[:headerSize] with the header of a data record.
-func encodeHeader(dst []byte, key []byte, version, chunkOff uint64, payload []byte) {
+func encodeHeader(dst []byte, key []byte, version, chunkOff uint64, tag uint16, payload []byte) {
 	binary.LittleEndian.PutUint32(dst[4:], crc32.Checksum(payload, castagnoli))
 	dst[8] = recordMagic
 	dst[9] = recordTypeData
 	binary.LittleEndian.PutUint16(dst[10:], uint16(len(key)))
 	binary.LittleEndian.PutUint32(dst[12:], uint32(len(payload)))
 	binary.LittleEndian.PutUint64(dst[16:], version)
-	binary.LittleEndian.PutUint64(dst[24:], chunkOff)
+	binary.LittleEndian.PutUint64(dst[24:], chunkOff|uint64(tag)<<tagShift)
 	binary.LittleEndian.PutUint32(dst[0:], headerChecksum(dst, key))
 }
 
@@ -118,8 +126,9 @@ func parseHeader(b []byte) (recordHeader, error) {
 		keyLen:     int(binary.LittleEndian.Uint16(b[10:])),
 		payloadLen: int(binary.LittleEndian.Uint32(b[12:])),
 		version:    binary.LittleEndian.Uint64(b[16:]),
-		chunkOff:   binary.LittleEndian.Uint64(b[24:]),
 	}
+	word := binary.LittleEndian.Uint64(b[24:])
+	h.chunkOff, h.tag = word&(MaxValueSize-1), uint16(word>>tagShift)
 	switch {
 	case b[8] != recordMagic:
 		return h, fmt.Errorf("%w: magic %#x", errBadHeader, b[8])
@@ -172,9 +181,9 @@ func decodeRecord(b []byte) (rec decodedRecord, need int, err error) {
 
 // appendRecordBytes appends an encoded data record to dst; tests and tools use
 // it, the write path encodes the header alone and copies the parts.
-func appendRecordBytes(dst []byte, key []byte, version, chunkOff uint64, payload []byte) []byte {
+func appendRecordBytes(dst []byte, key []byte, version, chunkOff uint64, tag uint16, payload []byte) []byte {
 	var hdr [headerSize]byte
-	encodeHeader(hdr[:], key, version, chunkOff, payload)
+	encodeHeader(hdr[:], key, version, chunkOff, tag, payload)
 	dst = append(dst, hdr[:]...)
 	dst = append(dst, key...)
 	return append(dst, payload...)

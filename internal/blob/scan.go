@@ -123,6 +123,7 @@ func (s *Store) ScanSegment(ctx context.Context, id uint64, fn func(Record) erro
 			err = fn(Record{
 				Owner:       Owner{Key: append([]byte(nil), rec.key...), Version: rec.header.version},
 				ChunkOffset: int64(rec.header.chunkOff),
+				Tag:         rec.header.tag,
 				Extent: Extent{Segment: id, Offset: at, Length: int64(rec.header.recordLen()),
 					Size: int64(rec.header.payloadLen)},
 			})

@@ -39,6 +39,7 @@ type Extent struct {
 type Record struct {
 	Owner       Owner
 	ChunkOffset int64
+	Tag         uint16 // the tag of the Append that wrote it (see AppendTagged)
 	Extent      Extent // exactly this one record
 }
 
@@ -144,6 +145,16 @@ func (s *Store) failed() error {
 // written so far are returned too, so the caller can count them dead. An
 // empty value writes no record and returns no extent.
 func (s *Store) Append(ctx context.Context, owner Owner, r io.Reader) ([]Extent, int64, error) {
+	return s.AppendTagged(ctx, owner, 0, r)
+}
+
+// AppendTagged is Append with every record marked with tag. The records of
+// appends of one owner running at once interleave in the segment; a
+// caller that must later tell them apart by scanning alone (its own
+// record of the extents lost in a crash) gives each a different tag.
+// blob gives tags no other meaning: readers ignore them, CopyRecords
+// keeps them.
+func (s *Store) AppendTagged(ctx context.Context, owner Owner, tag uint16, r io.Reader) ([]Extent, int64, error) {
 	if err := s.begin(); err != nil {
 		return nil, 0, err
 	}
@@ -177,8 +188,11 @@ func (s *Store) Append(ctx context.Context, owner Owner, r io.Reader) ([]Extent,
 		if n == 0 {
 			break
 		}
+		if size+int64(n) > MaxValueSize {
+			return extents, size, fmt.Errorf("blob: value exceeds %d bytes", int64(MaxValueSize))
+		}
 		payload := chunk[:n]
-		encodeHeader(hdr[:], owner.Key, owner.Version, uint64(size), payload)
+		encodeHeader(hdr[:], owner.Key, owner.Version, uint64(size), tag, payload)
 		ext, err := s.appendRecord(ctx, hdr[:], owner.Key, payload)
 		if err != nil {
 			return extents, size, err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -504,5 +505,63 @@ func TestBackgroundSyncRidesOnClientCommits(t *testing.T) {
 	}
 	if got := s.Stats().Fsyncs - before; got != 1 {
 		t.Errorf("%d fsyncs for a background and a client append, want 1 (the client's, covering both)", got)
+	}
+}
+
+// TestAppendTagged: a scan reports each record's tag, 0 for Append;
+// readers ignore tags, and CopyRecords keeps them.
+func TestAppendTagged(t *testing.T) {
+	ctx := context.Background()
+	opts := testOptions(memFS())
+	s := mustOpen(t, opts)
+	defer s.Close()
+	owner := Owner{Key: []byte("k"), Version: 1}
+	a, b := value(1, 3*opts.ChunkSize), value(2, 2*opts.ChunkSize)
+	extA, _, err := s.AppendTagged(ctx, owner, 0xA, bytes.NewReader(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AppendTagged(ctx, owner, 0xFFFF, bytes.NewReader(b)); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, "plain", value(3, 10))
+	var recs []Record
+	if err := s.ScanSegment(ctx, 1, func(r Record) error { recs = append(recs, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var tags []uint16
+	for _, r := range recs {
+		tags = append(tags, r.Tag)
+	}
+	if want := []uint16{0xA, 0xA, 0xA, 0xFFFF, 0xFFFF, 0}; !slices.Equal(tags, want) {
+		t.Fatalf("tags %x, want %x", tags, want)
+	}
+	if recs[1].ChunkOffset != int64(opts.ChunkSize) {
+		t.Fatalf("second record's chunk offset %d, want %d", recs[1].ChunkOffset, opts.ChunkSize)
+	}
+	r, err := s.NewReader(ctx, owner, extA, 0, int64(len(a)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(got, a) {
+		t.Fatalf("tagged value read back: %v", err)
+	}
+	copied, err := s.CopyRecords(ctx, recs[3:5])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again []Record
+	if err := s.ScanSegment(ctx, copied[0].Segment, func(r Record) error {
+		if r.Extent.Offset >= copied[0].Offset {
+			again = append(again, r)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != 2 || again[0].Tag != 0xFFFF || again[1].Tag != 0xFFFF {
+		t.Fatalf("copied records: %+v", again)
 	}
 }

@@ -32,7 +32,9 @@ import (
 // holds segments an unclean end left to audit, the node starts reading
 // those segments once, as background I/O beside raft
 // (objstore.Store.ScanStaged), and keeps every run of records it finds, by
-// owner. An apply whose stage id is not in the table takes its bytes from
+// owner and stage tag: each stage tags its records, so the parts of one
+// upload staged at the same moment come apart however their records
+// interleave. An apply whose stage id is not in the table takes its bytes from
 // there (stages.takeFound): a run of the command's owner and size whose
 // MD5 sum is its ETag. It looks there first, and again while it fetches
 // from the other members, so a scan that ends after the apply began still
@@ -45,12 +47,10 @@ import (
 // (releaseFound), or at the latest after stageTTL, the runs nobody took go
 // to the audit, which counts them dead unless a record references them.
 //
-// Not covered: stages of one owner (the parts of one upload) written at
-// the same moment whose records interleave so that no way of
-// chaining records (objstore's chaining) keeps one stage's run whole
-// (turns whose order changes, or a stage torn after its first record
-// among them). Those, and anything the scan did not find, are fetched from
-// the other members, as before.
+// What the scan does not find (records whose checksums fail, a segment
+// that cannot be read, untagged stages of one owner whose records
+// interleave so that no way of chaining keeps one stage's run whole) is
+// fetched from the other members, as before.
 
 // scanStaged starts the scan of what an unclean end left (the last one,
 // or an earlier one whose segments are not audited yet), or returns nil if

@@ -26,8 +26,12 @@ var ErrNotFound = errors.New("meta: not found")
 // instead of failing on the first inline record they meet. Version 3 added
 // the version table ("v") and object and bucket records with versioning
 // and Object Lock fields (object format 3, bucket format 2); version-2
-// directories are valid version 3 and are restamped the same way.
-const schemaVersion = 3
+// directories are valid version 3 and are restamped the same way. Version
+// 4 marks the segments beside it as possibly holding records with a stage
+// tag (blob's record format: the top 16 bits of the chunk offset, which
+// older builds read as a misplaced record); version-3 directories are
+// valid version 4.
+const schemaVersion = 4
 
 // DefaultCacheBytes is the block cache size when Options.CacheBytes is 0.
 const DefaultCacheBytes = 64 << 20

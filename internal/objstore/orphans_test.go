@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -268,63 +270,80 @@ func TestScanStagedAfterCrash(t *testing.T) {
 }
 
 // TestChaining: the records of stages written at once interleave in the
-// segments; between them, the two ways of chaining keep each stage's run
-// whole, whichever of the usual orders the records came in.
+// segments. With each stage's records tagged, every stage's run is kept
+// whole, however they interleave; untagged (records written before tags),
+// the three ways of chaining keep it whole in the usual orders.
 func TestChaining(t *testing.T) {
 	// A record is its stage's name and its chunk's index: "a1" is stage
 	// a's second chunk. Every chunk is 4 bytes; stages share one owner.
 	for _, tc := range []struct {
-		name    string
-		records []string
-		want    []string // runs that must be among those kept
-		none    []string // runs that must not
+		name       string
+		records    []string
+		want       []string // runs that must be among those kept
+		none       []string // runs that must not
+		taggedOnly bool     // no chaining of untagged records keeps want
 	}{
-		{"one stage", []string{"a0", "a1", "a2"}, []string{"a0 a1 a2"}, nil},
-		{"two stages taking turns", []string{"a0", "b0", "a1", "b1", "a2", "b2"}, []string{"a0 a1 a2", "b0 b1 b2"}, nil},
-		{"three stages taking turns", []string{"a0", "b0", "c0", "a1", "b1", "c1", "a2", "b2", "c2"}, []string{"a0 a1 a2", "b0 b1 b2", "c0 c1 c2"}, nil},
-		{"a shorter stage, then a longer one", []string{"s0", "s1", "l0", "l1", "l2", "l3"}, []string{"s0 s1", "l0 l1 l2 l3"}, nil},
-		{"a torn stage, then its retry", []string{"t0", "t1", "r0", "r1", "r2"}, []string{"r0 r1 r2"}, nil},
-		{"two stages taking turns in pairs", []string{"a0", "a1", "b0", "b1", "a2", "a3", "b2", "b3"}, []string{"a0 a1 a2 a3", "b0 b1 b2 b3"}, nil},
-		{"two stages taking turns in threes", []string{"a0", "a1", "a2", "b0", "b1", "b2", "a3", "a4", "a5", "b3", "b4", "b5"}, []string{"a0 a1 a2 a3 a4 a5", "b0 b1 b2 b3 b4 b5"}, nil},
-		{"a torn stage, then two taking turns", []string{"t0", "t1", "a0", "b0", "a1", "b1", "a2", "b2", "a3", "b3"}, []string{"a0 a1 a2 a3", "b0 b1 b2 b3"}, nil},
-		{"a shorter stage, then three taking turns", []string{"s0", "s1", "a0", "b0", "c0", "a1", "b1", "c1", "a2", "b2", "c2"}, []string{"s0 s1", "a0 a1 a2", "b0 b1 b2", "c0 c1 c2"}, nil},
-		{"a fragment", []string{"x1", "x2"}, nil, []string{"x1", "x1 x2"}},
+		{"one stage", []string{"a0", "a1", "a2"}, []string{"a0 a1 a2"}, nil, false},
+		{"two stages taking turns", []string{"a0", "b0", "a1", "b1", "a2", "b2"}, []string{"a0 a1 a2", "b0 b1 b2"}, nil, false},
+		{"three stages taking turns", []string{"a0", "b0", "c0", "a1", "b1", "c1", "a2", "b2", "c2"}, []string{"a0 a1 a2", "b0 b1 b2", "c0 c1 c2"}, nil, false},
+		{"a shorter stage, then a longer one", []string{"s0", "s1", "l0", "l1", "l2", "l3"}, []string{"s0 s1", "l0 l1 l2 l3"}, nil, false},
+		{"a torn stage, then its retry", []string{"t0", "t1", "r0", "r1", "r2"}, []string{"r0 r1 r2"}, nil, false},
+		{"two stages taking turns in pairs", []string{"a0", "a1", "b0", "b1", "a2", "a3", "b2", "b3"}, []string{"a0 a1 a2 a3", "b0 b1 b2 b3"}, nil, false},
+		{"two stages taking turns in threes", []string{"a0", "a1", "a2", "b0", "b1", "b2", "a3", "a4", "a5", "b3", "b4", "b5"}, []string{"a0 a1 a2 a3 a4 a5", "b0 b1 b2 b3 b4 b5"}, nil, false},
+		{"a torn stage, then two taking turns", []string{"t0", "t1", "a0", "b0", "a1", "b1", "a2", "b2", "a3", "b3"}, []string{"a0 a1 a2 a3", "b0 b1 b2 b3"}, nil, false},
+		{"a shorter stage, then three taking turns", []string{"s0", "s1", "a0", "b0", "c0", "a1", "b1", "c1", "a2", "b2", "c2"}, []string{"s0 s1", "a0 a1 a2", "b0 b1 b2", "c0 c1 c2"}, nil, false},
+		{"a fragment", []string{"x1", "x2"}, nil, []string{"x1", "x1 x2"}, false},
+		{"turns whose order changes", []string{"a0", "b0", "b1", "a1", "b2", "a2", "a3", "b3"}, []string{"a0 a1 a2 a3", "b0 b1 b2 b3"}, nil, true},
+		{"a stage torn among stages taking turns", []string{"a0", "t0", "b0", "a1", "b1", "a2", "b2"}, []string{"a0 a1 a2", "b0 b1 b2"}, nil, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			id := ownerID{"b\x00k", 7}
-			at := map[int64]string{}
-			ways := chainings()
-			var runs []*foundRun
-			for i, name := range tc.records {
-				chunk := int64(name[1] - '0')
-				pos := int64(i) * 100
-				at[pos] = name
-				r := blob.Record{ChunkOffset: chunk * 4, Extent: blob.Extent{Segment: 1, Offset: pos, Length: 40, Size: 4}}
-				for _, ch := range ways {
-					if rn := ch.add(id, r); rn != nil {
-						runs = append(runs, rn)
-					}
-				}
+		for _, tagged := range []bool{true, false} {
+			if tc.taggedOnly && !tagged {
+				continue
 			}
-			kept := map[string]bool{}
-			for _, rn := range runs {
-				var names []string
-				for r := rn; r != nil; r = r.parent {
-					names = append([]string{at[r.rec.Offset]}, names...)
-				}
-				kept[strings.Join(names, " ")] = true
+			t.Run(fmt.Sprintf("%s/tagged=%v", tc.name, tagged), func(t *testing.T) {
+				checkChaining(t, tc.records, tagged, tc.want, tc.none)
+			})
+		}
+	}
+}
+
+func checkChaining(t *testing.T, records []string, tagged bool, want, none []string) {
+	t.Helper()
+	id := ownerID{"b\x00k", 7}
+	at := map[int64]string{}
+	ways := chainings()
+	var runs []*foundRun
+	for i, name := range records {
+		chunk := int64(name[1] - '0')
+		pos := int64(i) * 100
+		at[pos] = name
+		r := blob.Record{ChunkOffset: chunk * 4, Extent: blob.Extent{Segment: 1, Offset: pos, Length: 40, Size: 4}}
+		if tagged {
+			r.Tag = uint16(name[0])
+		}
+		for _, ch := range ways {
+			if rn := ch.add(stageKey{id, r.Tag}, r); rn != nil {
+				runs = append(runs, rn)
 			}
-			for _, w := range tc.want {
-				if !kept[w] {
-					t.Errorf("run %q not kept; kept %v", w, kept)
-				}
-			}
-			for _, n := range tc.none {
-				if kept[n] {
-					t.Errorf("run %q kept", n)
-				}
-			}
-		})
+		}
+	}
+	kept := map[string]bool{}
+	for _, rn := range runs {
+		var names []string
+		for r := rn; r != nil; r = r.parent {
+			names = append([]string{at[r.rec.Offset]}, names...)
+		}
+		kept[strings.Join(names, " ")] = true
+	}
+	for _, w := range want {
+		if !kept[w] {
+			t.Errorf("run %q not kept; kept %v", w, kept)
+		}
+	}
+	for _, n := range none {
+		if kept[n] {
+			t.Errorf("run %q kept", n)
+		}
 	}
 }
 
@@ -334,13 +353,7 @@ func TestChaining(t *testing.T) {
 // bytes gets its own), so nothing live is counted dead.
 func TestScanStagedAfterCrashParts(t *testing.T) {
 	ctx := context.Background()
-	mem := vfs.NewCrashableMem()
-	s := openStore(t, memOptions(mem))
-	ensureBucket(t, s, "b")
-	v, err := s.meta.NextVersion()
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem, s, v := stagingStore(t)
 	up := &meta.Upload{Bucket: "b", Key: "up", UploadID: meta.NewUploadID(v), Version: v, Initiated: time.Now()}
 	if err := s.ApplyCreateUpload(up, 10); err != nil {
 		t.Fatal(err)
@@ -366,16 +379,7 @@ func TestScanStagedAfterCrashParts(t *testing.T) {
 	crashed := mem.CrashClone(pvfs.CrashCloneCfg{})
 	_ = s.Close()
 
-	s = openStore(t, memOptions(crashed))
-	defer func() { _ = s.Close() }()
-	found := s.ScanStaged(ctx)
-	if found == nil {
-		t.Fatal("nothing to scan after a crash")
-	}
-	defer found.Close()
-	if err := found.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, found := scanAfterCrash(t, crashed)
 	sum := func(b []byte) []byte { h := md5.Sum(b); return h[:] }
 	id := StagedID{"b", "up", v}
 	if got := found.Take(ctx, id, int64(len(installed)), sum(installed)); got != nil {
@@ -388,6 +392,132 @@ func TestScanStagedAfterCrashParts(t *testing.T) {
 		}
 		got.Discard()
 	}
+}
+
+// TestScanStagedAfterCrashInterleaved: parts of one upload staged at the
+// same moment, their records interleaved in an order no chaining of
+// untagged records undoes (turns whose order changes, and a stage torn
+// after its first record among them), are each found whole after a
+// crash: each stage's records carry its own tag.
+func TestScanStagedAfterCrashInterleaved(t *testing.T) {
+	ctx := context.Background()
+	mem, s, v := stagingStore(t)
+	const chunk = 4 << 10 // memOptions' chunk size
+	bodies := map[byte][]byte{'a': value("a", 0, 4*chunk), 'b': value("b", 0, 4*chunk), 't': value("t", 0, 3*chunk)}
+	gates := map[byte]*gatedBody{}
+	results := make(chan error, len(bodies))
+	for name, body := range bodies {
+		g := &gatedBody{data: body, chunk: chunk, turn: make(chan bool), appended: make(chan struct{})}
+		gates[name] = g
+		go func() {
+			st, err := s.Stage(ctx, "b", "up", v, g)
+			if err == nil {
+				st.Release()
+			}
+			results <- err
+		}()
+	}
+	// One record at a time, in this order; t never gets its second turn.
+	// a and b end with their fourth: the Read after it says io.EOF.
+	for _, name := range []byte("atbbabaab") {
+		gates[name].turn <- true
+		<-gates[name].appended
+	}
+	for range 2 {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	crashed := mem.CrashClone(pvfs.CrashCloneCfg{})
+	gates['t'].turn <- false // the torn stage's body fails: its Stage ends
+	if err := <-results; err == nil {
+		t.Fatal("the torn stage succeeded")
+	}
+	_ = s.Close()
+
+	s, found := scanAfterCrash(t, crashed)
+	id := StagedID{"b", "up", v}
+	for _, name := range []byte("ab") {
+		b := bodies[name]
+		sum := md5.Sum(b)
+		st := found.Take(ctx, id, int64(len(b)), sum[:])
+		if st == nil {
+			t.Fatalf("part %c not found", name)
+		}
+		r, err := s.ReadExtents(ctx, "b", "up", v, st.Extents, st.Size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("part %c read back: %v", name, err)
+		}
+		st.Discard()
+	}
+	tsum := md5.Sum(bodies['t'])
+	if st := found.Take(ctx, id, int64(len(bodies['t'])), tsum[:]); st != nil {
+		t.Fatalf("the torn stage found whole: %v", st.Extents)
+	}
+}
+
+// stagingStore opens a store on memory a test can crash, with bucket b,
+// and returns a new version for the test's stages.
+func stagingStore(t *testing.T) (*pvfs.MemFS, *Store, uint64) {
+	t.Helper()
+	mem := vfs.NewCrashableMem()
+	s := openStore(t, memOptions(mem))
+	ensureBucket(t, s, "b")
+	v, err := s.meta.NextVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mem, s, v
+}
+
+// scanAfterCrash opens the store a crash left and waits for its
+// ScanStaged; both close when the test ends.
+func scanAfterCrash(t *testing.T, crashed pvfs.FS) (*Store, *Found) {
+	t.Helper()
+	s := openStore(t, memOptions(crashed))
+	t.Cleanup(func() { _ = s.Close() })
+	found := s.ScanStaged(context.Background())
+	if found == nil {
+		t.Fatal("nothing to scan after a crash")
+	}
+	t.Cleanup(found.Close)
+	if err := found.Wait(context.Background()); err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	return s, found
+}
+
+// gatedBody hands out its data a chunk per turn the test gives it (false:
+// fail instead). Append reads the next chunk only after appending the
+// last, so each Read after the first reports (appended) that the record of
+// the chunk before is in the segment.
+type gatedBody struct {
+	data     []byte
+	chunk    int
+	turn     chan bool
+	appended chan struct{}
+	started  bool
+}
+
+func (g *gatedBody) Read(p []byte) (int, error) {
+	if g.started {
+		g.appended <- struct{}{}
+	}
+	g.started = true
+	if len(g.data) == 0 {
+		return 0, io.EOF
+	}
+	if !<-g.turn {
+		return 0, errors.New("cut short")
+	}
+	n := copy(p[:min(len(p), g.chunk)], g.data)
+	g.data = g.data[n:]
+	return n, nil
 }
 
 func TestCoveredBy(t *testing.T) {

@@ -59,13 +59,27 @@ func (s *Store) Stage(ctx context.Context, bucket, key string, version uint64, b
 		return nil, err
 	}
 	write := s.inflight.register(s.activeSegment)
-	exts, size, err := s.blob.Append(ctx, blob.Owner{Key: ownerKey(bucket, key), Version: version}, body)
+	exts, size, err := s.blob.AppendTagged(ctx, blob.Owner{Key: ownerKey(bucket, key), Version: version}, s.nextStageTag(), body)
 	if err != nil {
 		s.discard(exts)
 		s.inflight.done(write)
 		return nil, err
 	}
 	return &Staged{Extents: toMeta(exts), Size: size, store: s, write: write}, nil
+}
+
+// nextStageTag returns the tag of the next stage's records: the stages
+// of one owner staged at once (an upload's parts) get different tags, so
+// that ScanStaged tells their records apart however they interleave. Tags
+// follow each other from a random start, skipping 0 (untagged): two stages
+// share one only if 65,535 others began between them, or, across a
+// restart, by a chance of 1 in 65,535.
+func (s *Store) nextStageTag() uint16 {
+	for {
+		if tag := uint16(s.stageTag.Add(1)); tag != 0 {
+			return tag
+		}
+	}
 }
 
 // Release ends the in-flight pin: the bytes are referenced by a committed
@@ -129,7 +143,7 @@ type recordAt struct {
 	offset  int64
 }
 
-// foundRun is a run of one owner's records: chunk offsets 0, then each
+// foundRun is a run of records of one owner and tag: chunk offsets 0, then each
 // where the last ended, in the order the scan met them. It is its last
 // record and the run it extends (nil for a run's first record), so runs
 // that share a beginning share it.
@@ -160,9 +174,13 @@ func (rn *foundRun) extents() []blob.Extent {
 	return out
 }
 
-// chaining builds runs in one of three ways. The records of stages
-// written at the same moment interleave, and a record at chunk offset c
-// may extend any run of its owner that needs c next:
+// chaining builds runs in one of three ways. A run chains records of one
+// owner and one tag (stageKey): Stage gives each stage its own tag, so
+// however the records of stages written at the same moment interleave,
+// each tag's records are one stage's, and each chaining builds its run.
+// Where tags do not tell stages apart (records written before tags, or
+// two stages whose tags collided), a record at chunk offset c may extend
+// any run of its stage key that needs c next:
 //   - the oldest such run (first) is right when stages take turns, as
 //     concurrent stages of one size do, a record or a burst of them each;
 //   - the oldest that has not stalled (first, skipStalled) is right when a
@@ -175,16 +193,22 @@ func (rn *foundRun) extents() []blob.Extent {
 // The scan chains all three ways; Take's checksum picks.
 type chaining struct {
 	first, skipStalled bool
-	next               map[ownerID]map[int64][]*foundRun // runs not extended, by the offset they need
-	seq                uint64                            // records added
+	next               map[stageKey]map[int64][]*foundRun // runs not extended, by the offset they need
+	seq                uint64                             // records added
+}
+
+// stageKey is what a run's records share: their owner and their tag.
+type stageKey struct {
+	owner ownerID
+	tag   uint16
 }
 
 // chainings returns one chaining of each way.
 func chainings() []*chaining {
 	return []*chaining{
-		{first: true, next: map[ownerID]map[int64][]*foundRun{}},
-		{first: true, skipStalled: true, next: map[ownerID]map[int64][]*foundRun{}},
-		{next: map[ownerID]map[int64][]*foundRun{}},
+		{first: true, next: map[stageKey]map[int64][]*foundRun{}},
+		{first: true, skipStalled: true, next: map[stageKey]map[int64][]*foundRun{}},
+		{next: map[stageKey]map[int64][]*foundRun{}},
 	}
 }
 
@@ -200,7 +224,7 @@ func stalled(w *foundRun, waiting []*foundRun) bool {
 	return false
 }
 
-func (ch *chaining) add(id ownerID, r blob.Record) *foundRun {
+func (ch *chaining) add(id stageKey, r blob.Record) *foundRun {
 	byNext := ch.next[id]
 	if byNext == nil {
 		byNext = map[int64][]*foundRun{}
@@ -274,7 +298,7 @@ func (f *Found) scan(ctx context.Context, segments []uint64) {
 		err := f.store.blob.ScanSegment(ctx, seg, func(r blob.Record) error {
 			id := ownerID{string(r.Owner.Key), r.Owner.Version}
 			for _, ch := range ways {
-				if rn := ch.add(id, r); rn != nil {
+				if rn := ch.add(stageKey{id, r.Tag}, r); rn != nil {
 					runs[id] = append(runs[id], rn)
 				}
 			}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
@@ -107,6 +109,7 @@ type Store struct {
 
 	inflight inflightWrites
 	orphans  orphanBooks
+	stageTag atomic.Uint32 // the last tag Stage gave (see nextStageTag)
 	vacuum   vacuumState
 	lc       lifecycleState
 	cache    *ObjectCache
@@ -132,6 +135,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("objstore: inline maximum %d above %d", opts.InlineMax, MaxInline)
 	}
 	s := &Store{opts: opts, log: opts.Logger, seed: maphash.MakeSeed(), keys: keylock.New(), dead: map[uint64]int64{}, cache: opts.Cache}
+	s.stageTag.Store(rand.Uint32())
 	s.closing, s.stopClosing = context.WithCancel(context.Background())
 	var limiter blob.IOLimiter
 	if opts.Limiter != nil {

@@ -379,7 +379,7 @@ func TestScanStagedAfterCrashParts(t *testing.T) {
 	crashed := mem.CrashClone(pvfs.CrashCloneCfg{})
 	_ = s.Close()
 
-	s, found := scanAfterCrash(t, crashed)
+	_, found := scanAfterCrash(t, crashed)
 	sum := func(b []byte) []byte { h := md5.Sum(b); return h[:] }
 	id := StagedID{"b", "up", v}
 	if got := found.Take(ctx, id, int64(len(installed)), sum(installed)); got != nil {

@@ -324,7 +324,7 @@ func (n *Node) newProxy() *httputil.ReverseProxy {
 		Transport:     n.peerTransport(),
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			n.log.Debug("forward to leader failed", "err", err)
+			n.log.Warn("forward to the leader failed", "method", r.Method, "path", r.URL.Path, "err", err)
 			slowDown(w, "the leader did not answer")
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
@@ -173,6 +174,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	status, code := c.s3Status(r, probe, http.MethodGet, "/", "")
 	if status != http.StatusOK {
 		c.cfg.Logger.Info("console login refused", "access_key", req.AccessKey, "status", status, "code", code, "remote", r.RemoteAddr)
+		if status >= 500 {
+			// The credentials were not judged: a replica group without
+			// a leader for the moment, or a server error.
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the credentials could not be checked now (%d %s); try again", status, code))
+			return
+		}
 		writeError(w, http.StatusUnauthorized, "access key or secret key not accepted")
 		return
 	}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -153,6 +154,42 @@ func TestPageHeaders(t *testing.T) {
 		c.ServeHTTP(rec, httptest.NewRequest("GET", asset, nil))
 		if rec.Code != 200 || rec.Body.Len() == 0 {
 			t.Errorf("%s: %d, %d bytes", asset, rec.Code, rec.Body.Len())
+		}
+	}
+}
+
+// TestLoginWhenS3CannotJudge: login answers 401 only when the S3 API
+// refused the credentials; when it could not judge them (503 from a
+// replica group electing a leader, a 500), 503 with Retry-After.
+func TestLoginWhenS3CannotJudge(t *testing.T) {
+	for _, tc := range []struct {
+		s3Status int
+		code     string
+		want     int
+	}{
+		{http.StatusOK, "", http.StatusOK},
+		{http.StatusForbidden, "InvalidAccessKeyId", http.StatusUnauthorized},
+		{http.StatusForbidden, "SignatureDoesNotMatch", http.StatusUnauthorized},
+		{http.StatusServiceUnavailable, "SlowDown", http.StatusServiceUnavailable},
+		{http.StatusInternalServerError, "InternalError", http.StatusServiceUnavailable},
+	} {
+		s3 := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(tc.s3Status)
+			if tc.code != "" {
+				fmt.Fprintf(w, "<Error><Code>%s</Code></Error>", tc.code)
+			}
+		})
+		c := New(Config{S3: s3})
+		req := httptest.NewRequest("POST", "/api/login", strings.NewReader(`{"accessKey":"AK","secretKey":"SK"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-B3-Console", "1")
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("S3 %d %s: login %d, want %d (%s)", tc.s3Status, tc.code, rec.Code, tc.want, rec.Body)
+		}
+		if retry := rec.Header().Get("Retry-After"); (tc.want == http.StatusServiceUnavailable) != (retry != "") {
+			t.Errorf("S3 %d %s: Retry-After %q", tc.s3Status, tc.code, retry)
 		}
 	}
 }

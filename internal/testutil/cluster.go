@@ -172,17 +172,20 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	if _, err := c.Leader(ctx); err != nil {
 		t.Fatalf("no leader: %v", err)
 	}
-	// Serving S3: the leader has applied the root user.
-	s3c := c.Client(0, 10*time.Second)
-	for {
-		_, err := s3c.ListBuckets(ctx, &s3.ListBucketsInput{})
-		if err == nil {
-			break
+	// Serving S3 through every node: the leader has applied the root
+	// user, and each follower knows the leader to forward to.
+	for i := range c.Nodes {
+		s3c := c.Client(i, 10*time.Second)
+		for {
+			_, err := s3c.ListBuckets(ctx, &s3.ListBucketsInput{})
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s does not serve S3: %v", c.Nodes[i].ID, err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("the cluster does not serve S3: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	return c
 }

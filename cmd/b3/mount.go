@@ -151,7 +151,7 @@ func serveMount(conn bench.S3Options, cfg mount.Config, dir string, stdout io.Wr
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "b3 mount: %s/%s mounted on %s\n", cfg.Bucket, cfg.Prefix, dir)
+	fmt.Fprintf(stdout, "b3 mount: %s/%s mounted on %s (requests up to %d KiB)\n", cfg.Bucket, cfg.Prefix, dir, mount.MaxRequest()>>10)
 	unmounted := make(chan struct{})
 	go func() { mt.Wait(); close(unmounted) }()
 	select {

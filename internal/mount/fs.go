@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
 	"os/exec"
 	"path"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/hanwen/go-fuse/v2/splice"
 )
 
 // mountFS is the state shared by every node of one mount.
@@ -39,13 +41,19 @@ type Mounted struct {
 	fs     *mountFS
 }
 
-// maxRequest is the largest read or write request the kernel sends: 8 KiB
-// under its 1 MiB limit, so that go-fuse can grow a pipe to hold a reply
-// with its header and a spare page within the default pipe-max-size
-// (1 MiB). Larger, go-fuse fails to grow it and logs every read (as it
-// does if pipe-max-size is lowered). A program's 1 MiB read becomes two
-// requests, of 1016 and 8 KiB.
-const maxRequest = fuse.MAX_KERNEL_WRITE - 8<<10
+// MaxRequest returns the largest read or write request the mount asks
+// the kernel for: the kernel's 1 MiB limit, less where go-fuse could not
+// grow a pipe to hold a reply of that size with its header and a spare
+// page. go-fuse reads the bound, /proc/sys/fs/pipe-max-size, when the
+// process starts; at its default (1 MiB) requests are 1016 KiB, and a
+// program's 1 MiB read becomes two requests, of 1016 and 8 KiB. With
+// pipe-max-size at 2 MiB or more they are 1 MiB. Larger requests than the
+// pipe holds would make go-fuse log every read.
+func MaxRequest() int {
+	page := os.Getpagesize()
+	n := min(fuse.MAX_KERNEL_WRITE, (splice.MaxPipeSize()-2*page)&^(page-1))
+	return max(n, 128<<10)
+}
 
 // Mount checks that the bucket answers, then mounts it on dir. It returns
 // once the kernel serves the mount.
@@ -86,10 +94,10 @@ func Mount(ctx context.Context, client *s3.Client, dir string, cfg Config) (*Mou
 			AllowOther: cfg.AllowOther,
 			FsName:     "b3:" + cfg.Bucket + "/" + cfg.Prefix,
 			Name:       "b3",
-			// Requests just under the kernel's 1 MiB limit (max_read,
-			// max_write): see maxRequest.
-			MaxWrite:     maxRequest,
-			MaxReadAhead: maxRequest,
+			// Requests at or just under the kernel's 1 MiB limit
+			// (max_read, max_write): see MaxRequest.
+			MaxWrite:     MaxRequest(),
+			MaxReadAhead: MaxRequest(),
 			// Reads and writes of many files at once.
 			MaxBackground: 64,
 			// O_TRUNC comes with open rather than as a separate truncate,

@@ -317,24 +317,19 @@ func (s *Server) vacuumStatus(w http.ResponseWriter, _ *http.Request) error {
 }
 
 // StartVacuumPass starts one vacuum pass in the background (SIGUSR1 and
-// POST /admin/v1/vacuum/start). It returns objstore.ErrVacuumInProgress if
-// one is running.
+// POST /admin/v1/vacuum/start) and returns once it runs: the vacuum
+// status says running until it ends. It returns
+// objstore.ErrVacuumInProgress if one is running.
 func (s *Server) StartVacuumPass(threshold float64) error {
-	if s.cfg.Store.VacuumStatus().Running {
-		return objstore.ErrVacuumInProgress
-	}
-	go func() {
-		res, err := s.cfg.Store.Vacuum(s.cfg.Context, threshold)
+	return s.cfg.Store.VacuumInBackground(s.cfg.Context, threshold, func(res objstore.VacuumResult, err error) {
 		switch {
-		case errors.Is(err, objstore.ErrVacuumInProgress):
 		case err != nil && s.cfg.Context.Err() == nil:
 			s.cfg.Logger.Error("vacuum pass failed", "err", err)
-		default:
+		case err == nil:
 			s.cfg.Logger.Info("vacuum pass done", "segments_removed", res.SegmentsRemoved,
 				"bytes_reclaimed", res.BytesReclaimed, "bytes_copied", res.BytesCopied)
 		}
-	}()
-	return nil
+	})
 }
 
 func (s *Server) vacuumStart(w http.ResponseWriter, r *http.Request) error {

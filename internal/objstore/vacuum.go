@@ -64,24 +64,53 @@ type VacuumResult struct {
 // threshold (<= 0: the store's configured threshold) is rewritten and
 // removed. It returns ErrVacuumInProgress if a pass is already running.
 func (s *Store) Vacuum(ctx context.Context, threshold float64) (VacuumResult, error) {
-	if !s.vacuum.pass.TryLock() {
-		return VacuumResult{}, ErrVacuumInProgress
+	ctx, end, err := s.beginPass(ctx)
+	if err != nil {
+		return VacuumResult{}, err
 	}
-	defer s.vacuum.pass.Unlock()
-	if threshold <= 0 {
-		threshold = s.opts.VacuumThreshold
+	defer end()
+	return s.vacuumPass(ctx, threshold)
+}
+
+// VacuumInBackground starts one pass (see Vacuum) and returns once it is
+// under way: VacuumStatus reports it Running from then until it ends, so
+// a caller that starts a pass and then waits for Running to clear waits
+// for this one. done receives its result.
+func (s *Store) VacuumInBackground(ctx context.Context, threshold float64, done func(VacuumResult, error)) error {
+	ctx, end, err := s.beginPass(ctx)
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer end()
+		done(s.vacuumPass(ctx, threshold))
+	}()
+	return nil
+}
+
+// beginPass takes the one pass there may be at a time and marks it
+// running; end gives it back.
+func (s *Store) beginPass(ctx context.Context) (_ context.Context, end func(), _ error) {
+	if !s.vacuum.pass.TryLock() {
+		return nil, nil, ErrVacuumInProgress
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s.vacuum.mu.Lock()
 	s.vacuum.cancelPass = cancel
 	s.vacuum.mu.Unlock()
 	s.vacuum.running.Store(true)
-	defer func() {
+	return ctx, func() {
 		cancel()
 		s.vacuum.running.Store(false)
 		s.vacuum.current.Store(0)
-	}()
+		s.vacuum.pass.Unlock()
+	}, nil
+}
 
+func (s *Store) vacuumPass(ctx context.Context, threshold float64) (VacuumResult, error) {
+	if threshold <= 0 {
+		threshold = s.opts.VacuumThreshold
+	}
 	var res VacuumResult
 	var err error
 	if aerr := s.auditOrphans(ctx); aerr != nil && ctx.Err() == nil {

@@ -350,3 +350,37 @@ func (g *createGate) Create(name string, direct bool) (vfs.File, bool, error) {
 	}
 	return g.FS.Create(name, direct)
 }
+
+// TestVacuumInBackgroundRunsOnReturn: a pass started in the background is
+// Running as soon as the call returns, and until it has ended; a second
+// start meanwhile is refused.
+func TestVacuumInBackgroundRunsOnReturn(t *testing.T) {
+	s := openStore(t, memOptions(vfs.NewCrashableMem()))
+	defer s.Close()
+	release := make(chan struct{})
+	ended := make(chan error, 1)
+	if err := s.VacuumInBackground(context.Background(), 0.5, func(_ VacuumResult, err error) {
+		<-release
+		ended <- err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.VacuumStatus().Running {
+		t.Fatal("a pass started in the background is not running when the start returns")
+	}
+	if err := s.VacuumInBackground(context.Background(), 0.5, func(VacuumResult, error) {}); !errors.Is(err, ErrVacuumInProgress) {
+		t.Fatalf("a second start: %v, want ErrVacuumInProgress", err)
+	}
+	close(release)
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); s.VacuumStatus().Running; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pass still runs after its result was given")
+		}
+	}
+	if _, err := s.Vacuum(context.Background(), 0.5); err != nil {
+		t.Fatalf("a pass after the background one: %v", err)
+	}
+}

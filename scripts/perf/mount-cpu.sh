@@ -7,8 +7,9 @@
 # server, of the client side (the mount and fio, or curl) and of the whole
 # machine (/proc/stat: everything but idle and iowait).
 #
-# With PROFILE=1, one more read through the mount under a system-wide
-# `perf record -a -g`, and the symbols that took the most CPU (self time).
+# With PROFILE=1, one more read through the mount with the mount process
+# under `perf record -g`: where its CPU went (kernel or its own code), and
+# the symbols that took the most (self time).
 #
 # usage: [PROFILE=1] scripts/perf/mount-cpu.sh [rounds]   (root; fio, fuse3, aws CLI, curl)
 # Wrap it in the shared lock on a shared machine (-o: the server and mount
@@ -78,13 +79,14 @@ for round in $(seq "$rounds"); do
 done
 
 if [ "${PROFILE:-0}" = 1 ]; then
-	log "profiling one more read through the mount"
+	log "profiling the mount process during one more read"
 	fio --name=r --filename="$work/mnt/big" --rw=read --bs=1M --size=2g >/dev/null &
 	fio_pid=$!
 	sleep 0.3
-	perf record -a -g -o "$work/perf.data" -- sleep 1 2>/dev/null >/dev/null
+	perf record -g -p "$mount_pid" -o "$work/perf.data" -- sleep 1 >/dev/null 2>&1
 	wait "$fio_pid"
-	echo "# system-wide profile of a read through the mount: self time by command and symbol"
-	perf report -i "$work/perf.data" --no-children --sort comm,sym --stdio -g none 2>/dev/null |
-		grep -E '^ +[0-9.]+%' | head -25
+	echo "# the mount process during a read: share of its CPU by where it ran, then by symbol (self time)"
+	perf report -i "$work/perf.data" --no-children --sort dso --stdio -g none 2>/dev/null | awk '/^ +[0-9.]+%/'
+	perf report -i "$work/perf.data" --no-children --sort dso,sym --stdio -g none 2>/dev/null |
+		awk '/^ +[0-9.]+%/ && n++ < 20'
 fi

@@ -42,17 +42,20 @@ type Mounted struct {
 }
 
 // MaxRequest returns the largest read or write request the mount asks
-// the kernel for: the kernel's 1 MiB limit, less where go-fuse could not
-// grow a pipe to hold a reply of that size with its header and a spare
-// page. go-fuse reads the bound, /proc/sys/fs/pipe-max-size, when the
-// process starts; at its default (1 MiB) requests are 1016 KiB, and a
-// program's 1 MiB read becomes two requests, of 1016 and 8 KiB. With
-// pipe-max-size at 2 MiB or more they are 1 MiB. Larger requests than the
-// pipe holds would make go-fuse log every read.
+// the kernel for. Read replies go through go-fuse's splice path, which
+// grows a pipe to hold a whole reply, its header and a spare page; the
+// kernel sizes pipes in powers of two pages. So requests are two pages
+// under the smaller of 1 MiB (the kernel's request limit) and
+// /proc/sys/fs/pipe-max-size as go-fuse read it when the process started:
+// 1016 KiB at the default, and each of go-fuse's pooled pipes (it never
+// frees them) stays within 1 MiB. A program's 1 MiB read becomes two
+// requests, of 1016 and 8 KiB; full 1 MiB requests would need 2 MiB pipes
+// and were measured no faster. A request larger than the pipe holds would
+// make go-fuse log every read.
 func MaxRequest() int {
 	page := os.Getpagesize()
-	n := min(fuse.MAX_KERNEL_WRITE, (splice.MaxPipeSize()-2*page)&^(page-1))
-	return max(n, 128<<10)
+	n := (min(fuse.MAX_KERNEL_WRITE, splice.MaxPipeSize()) - 2*page) &^ (page - 1)
+	return max(n, page)
 }
 
 // Mount checks that the bucket answers, then mounts it on dir. It returns

@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -224,7 +225,7 @@ func (s *Store) auditSegment(ctx context.Context, segment uint64) error {
 	if err != nil {
 		return err
 	}
-	claimed := s.orphans.claimedIn(segment) // before the view (see claimed)
+	claimed := newExtentIndex(s.orphans.claimedIn(segment)) // before the view (see claimed)
 	view := s.meta.NewView()
 	defer view.Close()
 	counted, err := view.DeadBytes(segment)
@@ -239,11 +240,12 @@ func (s *Store) auditSegment(ctx context.Context, segment uint64) error {
 				return err
 			}
 		}
+		refd := referencedBy(refs)
 		for _, r := range recs {
-			if covers(claimed, segment, r.offset) {
+			if claimed.covers(segment, r.offset) {
 				continue // staged bytes Found.Take handed to a command
 			}
-			if !slices.ContainsFunc(refs, func(ref referencer) bool { return covers(ref.extents, segment, r.offset) }) {
+			if !refd.covers(segment, r.offset) {
 				dead += r.length
 			}
 		}
@@ -263,12 +265,46 @@ func (s *Store) auditSegment(ctx context.Context, segment uint64) error {
 	return nil
 }
 
-// covers reports whether one of exts holds the record at offset of segment.
-func covers(exts []meta.Extent, segment uint64, offset int64) bool {
-	for _, e := range exts {
-		if e.Segment == segment && e.Offset <= offset && offset < e.Offset+e.Length {
-			return true
+// extentIndex tells whether a record lies in any of a set of extents:
+// they sorted by segment and offset, merged where they overlap or touch,
+// so that one binary search answers (an upload's parts may be thousands).
+type extentIndex []meta.Extent
+
+func newExtentIndex(exts []meta.Extent) extentIndex {
+	x := slices.Clone(exts)
+	slices.SortFunc(x, func(a, b meta.Extent) int {
+		return cmp.Or(cmp.Compare(a.Segment, b.Segment), cmp.Compare(a.Offset, b.Offset))
+	})
+	out := x[:0]
+	for _, e := range x {
+		if n := len(out); n > 0 && out[n-1].Segment == e.Segment && e.Offset <= out[n-1].Offset+out[n-1].Length {
+			out[n-1].Length = max(out[n-1].Length, e.Offset+e.Length-out[n-1].Offset)
+			continue
 		}
+		out = append(out, e)
 	}
-	return false
+	return out
+}
+
+// referencedBy indexes the extents of refs.
+func referencedBy(refs []referencer) extentIndex {
+	var exts []meta.Extent
+	for _, ref := range refs {
+		exts = append(exts, ref.extents...)
+	}
+	return newExtentIndex(exts)
+}
+
+// covers reports whether one of x's extents holds the record at offset of
+// segment.
+func (x extentIndex) covers(segment uint64, offset int64) bool {
+	// The last extent starting at or before the record is the only one
+	// that may hold it.
+	i, found := slices.BinarySearchFunc(x, recordAt{segment, offset}, func(e meta.Extent, r recordAt) int {
+		return cmp.Or(cmp.Compare(e.Segment, r.segment), cmp.Compare(e.Offset, r.offset))
+	})
+	if !found {
+		i--
+	}
+	return i >= 0 && x[i].Segment == segment && offset < x[i].Offset+x[i].Length
 }

@@ -520,8 +520,15 @@ func (g *gatedBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func TestCoveredBy(t *testing.T) {
-	exts := []meta.Extent{{Segment: 1, Offset: 0, Length: 100}, {Segment: 1, Offset: 300, Length: 50}, {Segment: 3, Offset: 20, Length: 10}}
+// TestExtentIndex: a record is covered when an extent holds it, whatever
+// the order the extents come in, and where extents overlap or touch.
+func TestExtentIndex(t *testing.T) {
+	x := newExtentIndex([]meta.Extent{
+		{Segment: 3, Offset: 20, Length: 10}, {Segment: 1, Offset: 300, Length: 50}, {Segment: 1, Offset: 0, Length: 100},
+		{Segment: 5, Offset: 0, Length: 100}, {Segment: 5, Offset: 10, Length: 20}, // one inside another
+		{Segment: 6, Offset: 0, Length: 10}, {Segment: 6, Offset: 10, Length: 10}, // touching
+		{Segment: 7, Offset: 40, Length: 0}, // empty
+	})
 	for _, tc := range []struct {
 		segment uint64
 		offset  int64
@@ -529,8 +536,9 @@ func TestCoveredBy(t *testing.T) {
 	}{
 		{1, 0, true}, {1, 99, true}, {1, 100, false}, {1, 299, false}, {1, 300, true}, {1, 349, true}, {1, 350, false},
 		{2, 0, false}, {3, 19, false}, {3, 20, true}, {3, 29, true}, {3, 30, false}, {0, 0, false}, {4, 0, false},
+		{5, 50, true}, {5, 99, true}, {5, 100, false}, {6, 15, true}, {6, 20, false}, {7, 40, false},
 	} {
-		if got := coveredBy(exts, tc.segment, tc.offset); got != tc.want {
+		if got := x.covers(tc.segment, tc.offset); got != tc.want {
 			t.Errorf("record at %d:%d: covered %v, want %v", tc.segment, tc.offset, got, tc.want)
 		}
 	}

@@ -2,7 +2,6 @@ package objstore
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/md5"
 	"errors"
@@ -327,15 +326,9 @@ func (f *Found) scan(ctx context.Context, segments []uint64) {
 			delete(runs, id)
 			continue
 		}
-		var exts []meta.Extent
-		for _, ref := range refs {
-			exts = append(exts, ref.extents...)
-		}
-		slices.SortFunc(exts, func(a, b meta.Extent) int {
-			return cmp.Or(cmp.Compare(a.Segment, b.Segment), cmp.Compare(a.Offset, b.Offset))
-		})
+		refd := referencedBy(refs)
 		for _, rn := range rs {
-			if coveredBy(exts, rn.rec.Segment, rn.rec.Offset) {
+			if refd.covers(rn.rec.Segment, rn.rec.Offset) {
 				used[recordAt{rn.rec.Segment, rn.rec.Offset}] = true
 			}
 		}
@@ -359,20 +352,6 @@ func (f *Found) scan(ctx context.Context, segments []uint64) {
 		f.runs, f.used = runs, used
 	}
 	f.err = errs
-}
-
-// coveredBy reports whether one of exts, sorted by segment and offset and
-// not overlapping, holds the record at offset of segment.
-func coveredBy(exts []meta.Extent, segment uint64, offset int64) bool {
-	i, _ := slices.BinarySearchFunc(exts, recordAt{segment, offset}, func(e meta.Extent, r recordAt) int {
-		return cmp.Or(cmp.Compare(e.Segment, r.segment), cmp.Compare(e.Offset, r.offset))
-	})
-	// exts[i] is the first extent at or after the record; the one before
-	// it may start before the record and hold it.
-	if i < len(exts) && exts[i].Segment == segment && exts[i].Offset == offset {
-		return true
-	}
-	return i > 0 && exts[i-1].Segment == segment && offset < exts[i-1].Offset+exts[i-1].Length
 }
 
 // dedupe keeps one of the runs the chainings built alike (the same

@@ -149,11 +149,7 @@ func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (fuse.Re
 	if sequential && len(r.ahead) > 0 && off < r.ahead[0].off {
 		// A late request of the kernel's read-ahead, behind the parts
 		// kept: read it alone and keep the window going.
-		n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, off, dest)
-		if err != nil {
-			return nil, failure(r.m.log, "get", r.key, err)
-		}
-		return fuse.ReadResultData(dest[:n]), 0
+		return r.readAlone(ctx, dest, off)
 	}
 	if len(r.ahead) > 0 && (off < r.ahead[0].off || off >= r.ahead[len(r.ahead)-1].end()) {
 		r.dropAhead()
@@ -162,11 +158,7 @@ func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (fuse.Re
 		r.dropAhead()
 		r.window = 0
 		r.next = off + int64(len(dest))
-		n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, off, dest)
-		if err != nil {
-			return nil, failure(r.m.log, "get", r.key, err)
-		}
-		return fuse.ReadResultData(dest[:n]), 0
+		return r.readAlone(ctx, dest, off)
 	}
 	// Sequential: the window doubles up to ReadAhead.
 	maxWindow := max(1, r.m.cfg.ReadAhead/r.m.cfg.ReadPartSize)
@@ -178,11 +170,7 @@ func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (fuse.Re
 		if !r.fetch(start) {
 			// No buffer free: read this request alone.
 			r.next = off + int64(len(dest))
-			n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, off, dest)
-			if err != nil {
-				return nil, failure(r.m.log, "get", r.key, err)
-			}
-			return fuse.ReadResultData(dest[:n]), 0
+			return r.readAlone(ctx, dest, off)
 		}
 	}
 	r.fill(off)
@@ -240,6 +228,16 @@ func (r *reader) readAhead(ctx context.Context, dest []byte, off int64) (fuse.Re
 		reply = fuse.ReadResultData(dest[:copied])
 	}
 	return reply, 0
+}
+
+// readAlone reads dest at off with one ranged GET of its own, outside the
+// read-ahead.
+func (r *reader) readAlone(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := r.m.be.getRange(ctx, r.key, r.obj.etag, off, dest)
+	if err != nil {
+		return nil, failure(r.m.log, "get", r.key, err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
 }
 
 // fill keeps window parts in flight past off, as buffers allow.

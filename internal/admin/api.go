@@ -34,9 +34,25 @@ type UserStore interface {
 // non-removable key.
 var ErrNoSuchUser = errors.New("admin: no such removable user")
 
+// BucketWriter makes the changes of buckets and objects the admin API
+// asks for (bucket owners, deletions, emptying a bucket). On b3 server it
+// is the store itself; on b3 node it is the replicated store, so that a
+// change reaches every member through the log (and the node leads: other
+// members forward these requests to the leader).
+type BucketWriter interface {
+	UpdateBucket(name string, fn func(*meta.Bucket) error) error
+	DeleteBucket(name string) error
+	DeleteObject(bucket, key string) (*meta.Object, error)
+	DeleteVersioned(bucket, key, versionID string, bypassGovernance bool) (objstore.DeleteResult, error)
+	AbortUpload(bucket, key, uploadID string) error
+}
+
 // Config configures the admin API.
 type Config struct {
-	Store   *objstore.Store
+	Store *objstore.Store
+	// Writes, if set, makes every change of buckets and objects instead
+	// of Store (reads and node-local work stay on Store).
+	Writes  BucketWriter
 	Limiter *iolimit.Limiter // nil: limits cannot be set
 	Users   UserStore        // nil: user management disabled
 	Token   string           // bearer token; must not be empty
@@ -77,6 +93,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = NewRegistry()
+	}
+	if cfg.Writes == nil {
+		cfg.Writes = cfg.Store
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), started: time.Now()}
 	m := s.mux

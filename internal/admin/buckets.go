@@ -106,7 +106,7 @@ func (s *Server) setBucketOwner(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("owner %q: no such access key (b3 admin users list)", req.Owner)
 	}
 	var old string
-	err := s.cfg.Store.UpdateBucket(name, func(b *meta.Bucket) error {
+	err := s.cfg.Writes.UpdateBucket(name, func(b *meta.Bucket) error {
 		old = b.Owner
 		b.Owner = req.Owner
 		return nil
@@ -134,7 +134,7 @@ func (s *Server) deleteBucket(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
-		err := s.cfg.Store.DeleteBucket(name)
+		err := s.cfg.Writes.DeleteBucket(name)
 		switch {
 		case err == nil:
 			s.audit(r, "bucket.delete", "bucket", name, "force", force,
@@ -182,7 +182,7 @@ func (s *Server) emptyBucket(ctx context.Context, bucket string, res *BucketDele
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if _, err := s.cfg.Store.DeleteObject(bucket, k); err != nil && !errors.Is(err, objstore.ErrNoSuchKey) {
+			if _, err := s.cfg.Writes.DeleteObject(bucket, k); err != nil && !errors.Is(err, objstore.ErrNoSuchKey) {
 				return err
 			}
 			res.ObjectsDeleted++
@@ -196,7 +196,7 @@ func (s *Server) emptyBucket(ctx context.Context, bucket string, res *BucketDele
 		return err
 	}
 	for _, u := range uploads {
-		if err := s.cfg.Store.AbortUpload(u.Bucket, u.Key, u.UploadID); err != nil && !errors.Is(err, objstore.ErrNoSuchUpload) {
+		if err := s.cfg.Writes.AbortUpload(u.Bucket, u.Key, u.UploadID); err != nil && !errors.Is(err, objstore.ErrNoSuchUpload) {
 			return err
 		}
 		res.UploadsAborted++
@@ -227,7 +227,7 @@ func (s *Server) chownAll(from, to string) ([]string, error) {
 		return nil, err
 	}
 	for _, name := range names {
-		err := s.cfg.Store.UpdateBucket(name, func(b *meta.Bucket) error {
+		err := s.cfg.Writes.UpdateBucket(name, func(b *meta.Bucket) error {
 			if b.Owner == from {
 				b.Owner = to
 			}
@@ -257,7 +257,7 @@ func (s *Server) emptyVersions(ctx context.Context, bucket string, res *BucketDe
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if _, err := s.cfg.Store.DeleteVersioned(bucket, v.Key, objstore.VersionID(v), false); err != nil {
+			if _, err := s.cfg.Writes.DeleteVersioned(bucket, v.Key, objstore.VersionID(v), false); err != nil {
 				if errors.Is(err, objstore.ErrObjectLocked) {
 					return &httpError{http.StatusConflict, fmt.Sprintf("bucket %s: version %s of %q is locked (Object Lock); it cannot be deleted before its retention ends", bucket, objstore.VersionID(v), v.Key)}
 				}

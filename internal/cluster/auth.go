@@ -27,7 +27,7 @@ import (
 //
 //	dialer   → listener  "b3c1" | nonce D (32 random bytes)
 //	listener → dialer    nonce L (32 random bytes) | HMAC-SHA256(secret, "listener" | D | L)
-//	dialer   → listener  HMAC-SHA256(secret, "dialer" | D | L) | protocol (raftMagic or protoHTTP)
+//	dialer   → listener  HMAC-SHA256(secret, "dialer" | D | L) | protocol (raftMagic, protoHTTP or protoForward)
 //
 // Each side proves it holds the secret over a nonce the other just chose,
 // so a recorded exchange cannot be replayed, and the two proofs differ by
@@ -40,9 +40,14 @@ import (
 // network an attacker can read or alter; with --cluster-tls-* the whole
 // exchange runs inside mutual TLS, which does (peertls.go).
 const (
-	authMagic        = "b3c1"
-	nonceSize        = 32
-	protoHTTP        = 'H'
+	authMagic = "b3c1"
+	nonceSize = 32
+	protoHTTP = 'H'
+	// protoForward carries S3 requests a node forwards to the leader on
+	// a client's behalf, and nothing else: its handler is the S3 API
+	// alone (forward.go), so no client path can reach the node-to-node
+	// endpoints that protoHTTP serves.
+	protoForward     = 'F'
 	handshakeTimeout = 10 * time.Second
 	// MinSecretLen is the shortest cluster secret a node accepts.
 	MinSecretLen = 16
@@ -60,7 +65,7 @@ func authMAC(secret []byte, role string, d, l []byte) []byte {
 }
 
 // DialPeer opens an authenticated connection to a node's cluster address
-// for protocol proto (raftMagic or protoHTTP): over mutual TLS with the
+// for protocol proto (raftMagic, protoHTTP or protoForward): over mutual TLS with the
 // key pair and CA bundle tlsID (peertls.go), or in the clear if tlsID is
 // nil. Every connection a node opens to another goes through here.
 func DialPeer(ctx context.Context, addr string, secret []byte, tlsID *tlsreload.Certificate, proto byte) (net.Conn, error) {

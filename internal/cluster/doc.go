@@ -82,7 +82,9 @@
 //     its index with it, so the command is applied again. (Object bytes
 //     are not in the log: they are synced when staged.)
 //   - Only the leader serves S3, after a barrier in its term; reads first
-//     confirm leadership (VerifyLeader). Other nodes forward, once: a
+//     confirm leadership (VerifyLeader). Other nodes forward, once, on a
+//     connection whose handler is the S3 API alone (forward.go): a
+//     client's request never reaches a node-to-node endpoint, and a
 //     forwarded request reaching a non-leader gets 503 SlowDown.
 //   - Every connection to the cluster port passes a mutual challenge on
 //     the cluster secret before a byte of Raft or HTTP (auth.go); with

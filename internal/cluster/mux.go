@@ -16,27 +16,38 @@ import (
 	"github.com/b3-storage/b3/internal/tlsreload"
 )
 
-// One port per node (--cluster-address) carries two protocols: raft's own
-// RPCs (hashicorp/raft's TCP transport) and HTTP between nodes (object
-// bytes, fetches, forwarded S3 requests). Every connection first passes
-// TLS if the node has it (peertls.go), then the cluster-secret handshake
-// (auth.go), whose last byte names the protocol: raftMagic or protoHTTP;
-// the listener hands it to one side or the other. A connection that fails
-// the handshake is closed unanswered.
+// One port per node (--cluster-address) carries three protocols: raft's
+// own RPCs (hashicorp/raft's TCP transport), HTTP between nodes (object
+// bytes, fetches, membership, users: the node-to-node endpoints) and S3
+// requests forwarded to the leader on clients' behalf. Every connection
+// first passes TLS if the node has it (peertls.go), then the
+// cluster-secret handshake (auth.go), whose last byte names the protocol:
+// raftMagic, protoHTTP or protoForward; the listener hands it to that
+// side. A connection that fails the handshake is closed unanswered.
+//
+// Invariant: a request that came from a client travels only on the
+// forward side, whose handler is the S3 API (forward.go); the
+// node-to-node endpoints are served on the HTTP side alone, which only a
+// process holding the cluster secret can open. Keeping them on separate
+// connections, not separate paths, is what makes the boundary: no path,
+// header or host a client chooses can move a request from one side to
+// the other.
 const raftMagic = 0x01
 
 // portMux splits one listener into the raft side and the HTTP side.
 type portMux struct {
-	ln     net.Listener
-	secret []byte
-	tls    *tlsreload.Certificate // nil: no TLS (peertls.go)
-	log    *slog.Logger
-	raft   *chanListener
-	http   *chanListener
+	ln      net.Listener
+	secret  []byte
+	tls     *tlsreload.Certificate // nil: no TLS (peertls.go)
+	log     *slog.Logger
+	raft    *chanListener
+	http    *chanListener
+	forward *chanListener
 }
 
 func newPortMux(ln net.Listener, secret []byte, tlsID *tlsreload.Certificate, log *slog.Logger) *portMux {
-	m := &portMux{ln: ln, secret: secret, tls: tlsID, log: log, raft: newChanListener(ln.Addr()), http: newChanListener(ln.Addr())}
+	m := &portMux{ln: ln, secret: secret, tls: tlsID, log: log,
+		raft: newChanListener(ln.Addr()), http: newChanListener(ln.Addr()), forward: newChanListener(ln.Addr())}
 	go m.serve()
 	return m
 }
@@ -47,6 +58,7 @@ func (m *portMux) serve() {
 		if err != nil {
 			m.raft.close()
 			m.http.close()
+			m.forward.close()
 			return
 		}
 		go m.route(c)
@@ -103,6 +115,8 @@ func (m *portMux) route(c net.Conn) {
 		m.raft.push(pc)
 	case protoHTTP:
 		m.http.push(pc)
+	case protoForward:
+		m.forward.push(pc)
 	default:
 		conn.Close()
 	}

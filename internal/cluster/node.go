@@ -279,6 +279,10 @@ type Node struct {
 	peerClient *http.Client
 	api        *s3api.Server
 	backend    *Store
+	// adminLeader serves the admin API's cluster-wide changes forwarded
+	// by other members (forward.go); nil until the admin API is set up,
+	// and on a node without one.
+	adminLeader atomic.Pointer[http.Handler]
 
 	// readyTerm is the term in which this node led and applied everything
 	// committed before it (a barrier); 0 when not leading. Ids allocated
@@ -372,7 +376,7 @@ func open(cfg Config) (_ *Node, err error) {
 		unlock: unlock, overrides: overrides, configured: configured}
 	n.peerTLS = peerTLS
 	n.closing, n.close = context.WithCancel(context.Background())
-	n.peerClient = &http.Client{Transport: n.peerTransport()}
+	n.peerClient = &http.Client{Transport: n.peerTransport(protoHTTP)}
 	if n.users, err = openUserState(cfg.Root); err != nil {
 		return nil, err
 	}
@@ -629,14 +633,16 @@ func (n *Node) quorumPeers() int {
 	return voters/2 + 1 - 1
 }
 
-// peerTransport is HTTP to other members' cluster ports: every connection
-// authenticated (DialPeer, over TLS if the node has it), and pooled.
-func (n *Node) peerTransport() *http.Transport {
+// peerTransport is HTTP to other members' cluster ports for protocol
+// proto (protoHTTP: the node-to-node endpoints; protoForward: clients'
+// S3 requests, forward.go): every connection authenticated (DialPeer,
+// over TLS if the node has it), and pooled.
+func (n *Node) peerTransport(proto byte) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	// Peers are near: a peer that does not answer a dial within 2 s is
 	// down or cut off, and the caller has better things to try.
 	t.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
-		return DialPeer(ctx, addr, n.secret, n.peerTLS, protoHTTP)
+		return DialPeer(ctx, addr, n.secret, n.peerTLS, proto)
 	}
 	// Sized for load: Go's default of 2 idle connections per host makes
 	// every burst open (and leave in TIME_WAIT) new connections.

@@ -94,9 +94,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	servers := []*http.Server{
 		newHTTPServer(n.pacer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.serveClient(w, r, proxy) })), cfg),
 		newHTTPServer(n.peerHandler(), cfg),
+		newHTTPServer(n.forwardedHandler(), cfg),
 	}
 	go func() { _ = servers[0].Serve(lns.S3) }()
 	go func() { _ = servers[1].Serve(mux.http) }()
+	go func() { _ = servers[2].Serve(mux.forward) }()
 	var adminH http.Handler
 	var adminAPI *admin.Server
 	if cfg.AdminAddress != "" || cfg.ConsoleAddress != "" {
@@ -310,34 +312,14 @@ func slowDown(w http.ResponseWriter, why string) {
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+`<Error><Code>SlowDown</Code><Message>Please reduce your request rate: %s; retry.</Message></Error>`, why)
 }
 
-type targetKey struct{}
-
-func (n *Node) newProxy() *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			target, _ := pr.In.Context().Value(targetKey{}).(string)
-			pr.Out.URL.Scheme = "http"
-			pr.Out.URL.Host = target
-			// The signature covers Host: keep the client's.
-			pr.Out.Host = pr.In.Host
-		},
-		Transport:     n.peerTransport(),
-		FlushInterval: -1,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			n.log.Warn("forward to the leader failed", "method", r.Method, "path", r.URL.Path, "err", err)
-			slowDown(w, "the leader did not answer")
-		},
-	}
-}
-
-// peerHandler serves the cluster port's HTTP side: node-to-node endpoints
-// and S3 requests forwarded by other nodes (served only while leading;
-// never forwarded again, so a request takes at most one hop).
+// peerHandler serves the cluster port's HTTP side: the node-to-node
+// endpoints, and nothing else (S3 requests forwarded for clients arrive on
+// the forward side: forward.go). An unknown path is 404.
 func (n *Node) peerHandler() http.Handler {
 	m := http.NewServeMux()
-	// Pushed bytes and forwarded requests are clients' work: the pacer
-	// holds this node's background work (vacuum, catch-up fetches it makes
-	// or serves) back while they run, as for requests on --address.
+	// Pushed bytes are clients' work: the pacer holds this node's
+	// background work (vacuum, catch-up fetches it makes or serves) back
+	// while they run, as for requests on --address.
 	m.Handle("PUT /_b3/v1/stage", n.pacer.Handler(http.HandlerFunc(n.handleStage)))
 	m.HandleFunc("GET /_b3/v1/bytes", n.handleBytes)
 	m.HandleFunc("GET /_b3/v1/info", func(w http.ResponseWriter, _ *http.Request) {
@@ -349,19 +331,7 @@ func (n *Node) peerHandler() http.Handler {
 	m.HandleFunc("POST /_b3/v1/removed", n.handleRemoved)
 	m.HandleFunc("GET /_b3/v1/member", n.handleMember)
 	m.HandleFunc("GET /_b3/v1/lag", n.handleLag)
-	m.Handle("/", n.pacer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A node elected a moment ago may still be applying what its
-		// predecessor committed (the barrier): wait for it, not longer.
-		deadline := time.Now().Add(leaderWait)
-		for !n.leading() {
-			if n.raft.State() != raft.Leader || time.Now().After(deadline) || r.Context().Err() != nil {
-				slowDown(w, cmp.Or(n.notServing(), "this node does not lead"))
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		n.serveLeader(w, r)
-	})))
+	m.Handle(adminForwardPrefix, http.HandlerFunc(n.handleAdminForward))
 	return m
 }
 
@@ -486,7 +456,7 @@ func (n *Node) adminHandler() (http.Handler, *admin.Server, error) {
 	if token == "" {
 		return nil, nil, errors.New("--admin-address needs an admin token (B3_ADMIN_TOKEN)")
 	}
-	inner, err := admin.New(admin.Config{Store: n.store, Limiter: n.limiter, Users: nodeUsers{n}, Token: token, Logger: n.log, Registry: n.registry,
+	inner, err := admin.New(admin.Config{Store: n.store, Writes: n.backend, Limiter: n.limiter, Users: nodeUsers{n}, Token: token, Logger: n.log, Registry: n.registry,
 		Ready: func() bool { _, id := n.raft.LeaderWithID(); return id != "" }, Context: n.closing,
 		Overrides: n.overrides, Configured: n.configured})
 	if err != nil {
@@ -531,6 +501,12 @@ func (n *Node) adminHandler() (http.Handler, *admin.Server, error) {
 		}
 		writeLost(w, out, err, func(code int, msg string) { admin.WriteJSON(w, code, map[string]string{"error": msg}) })
 	}))
+	// Changes of buckets and users reach every member through the log,
+	// proposed by the leader: another member hands them to it.
+	for _, pattern := range leaderAdminPatterns {
+		m.Handle(pattern, authorized(n.adminOnLeader))
+	}
+	n.setAdminLeader(inner, token)
 	m.Handle("/", inner)
 	return m, inner, nil
 }
@@ -608,6 +584,19 @@ func (n *Node) handleUserCommand(w http.ResponseWriter, r *http.Request) {
 	if !n.leading() {
 		http.Error(w, "not the leader", http.StatusServiceUnavailable)
 		return
+	}
+	// Members only ever forward users made by `b3 admin users add` (new
+	// keys, never root): the root user is proposed by the first leader
+	// itself, and a key is never given twice.
+	if c.Op == opAddUser {
+		if c.User == nil || c.User.Root {
+			http.Error(w, "a forwarded user may not be root", http.StatusBadRequest)
+			return
+		}
+		if n.users.has(c.User.AccessKey) {
+			http.Error(w, "access key "+c.User.AccessKey+" exists", http.StatusConflict)
+			return
+		}
 	}
 	_, err = n.propose(c)
 	switch {

@@ -53,7 +53,9 @@ func (u *userState) list() []User {
 func (u *userState) publish() {
 	var all []s3api.User
 	for _, x := range u.list() {
-		all = append(all, s3api.User{Name: x.Name, AccessKey: x.AccessKey, SecretKey: x.SecretKey})
+		// The root user is an administrator, on b3 node as on b3 server:
+		// it may do everything on every bucket.
+		all = append(all, s3api.User{Name: x.Name, AccessKey: x.AccessKey, SecretKey: x.SecretKey, Admin: x.Root})
 	}
 	u.dir.Set(all)
 }
@@ -104,6 +106,14 @@ func (u *userState) replace(list []User) error {
 		u.users[x.AccessKey] = x
 	}
 	return u.save()
+}
+
+// has reports whether accessKey is a user's.
+func (u *userState) has(accessKey string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	_, ok := u.users[accessKey]
+	return ok
 }
 
 func (u *userState) root() (User, bool) {

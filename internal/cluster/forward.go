@@ -1,0 +1,227 @@
+package cluster
+
+import (
+	"cmp"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/b3-storage/b3/internal/admin"
+)
+
+// Forwarding S3 requests to the leader.
+//
+// A node that does not lead forwards each S3 request it receives on
+// --address to the leader, streaming, over a connection of its own kind
+// (protoForward, mux.go): the leader serves those connections with the S3
+// API and nothing else. The node-to-node endpoints (/_b3/v1/...) live on
+// the other HTTP side, so a client's path can never name one of them,
+// whatever it asks a follower for.
+//
+// The request keeps what the S3 API authorizes on: its signature and
+// headers as the client sent them (Host included: the signature covers
+// it), and the client's own address and TLS state, which the forwarding
+// node writes into forwardClientHeader and forwardTLSHeader. Those
+// headers mean something only on the forward side, which only a member
+// can open; there the leader moves them back into the request
+// (RemoteAddr, TLS) for aws:SourceIp and aws:SecureTransport, and drops
+// them. A client that sends them itself gains nothing: the forwarding
+// node overwrites them, and the leader's client port never reads them.
+const (
+	forwardClientHeader = "X-B3-Forwarded-Client" // the client's ip:port as the receiving node saw it
+	forwardTLSHeader    = "X-B3-Forwarded-Tls"    // "1": the client's connection was TLS; "0": it was not
+)
+
+type targetKey struct{}
+
+// newProxy is the forward to the leader; serveClient puts the leader's
+// cluster address in the request's context (targetKey).
+func (n *Node) newProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			target, _ := pr.In.Context().Value(targetKey{}).(string)
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = target
+			// The signature covers Host: keep the client's.
+			pr.Out.Host = pr.In.Host
+			// Rewrite drops X-Forwarded-*; a proxy in front of this
+			// node may have said the client came over https.
+			if p := pr.In.Header.Values("X-Forwarded-Proto"); len(p) > 0 {
+				pr.Out.Header["X-Forwarded-Proto"] = p
+			}
+			pr.Out.Header.Set(forwardClientHeader, pr.In.RemoteAddr)
+			tlsState := "0"
+			if pr.In.TLS != nil {
+				tlsState = "1"
+			}
+			pr.Out.Header.Set(forwardTLSHeader, tlsState)
+		},
+		Transport:     n.peerTransport(protoForward),
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			n.log.Warn("forward to the leader failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			slowDown(w, "the leader did not answer")
+		},
+	}
+}
+
+// forwardedHandler serves the forward side of the cluster port: S3
+// requests other members received from clients, answered only while
+// this node leads (never forwarded again, so a request takes at most one
+// hop).
+func (n *Node) forwardedHandler() http.Handler {
+	// Forwarded requests are clients' work: the pacer holds this node's
+	// background work back while they run, as for requests on --address.
+	return n.pacer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, ok := asForwardedBy(r)
+		if !ok {
+			http.Error(w, "a forwarded request must name its client ("+forwardClientHeader+", "+forwardTLSHeader+")", http.StatusBadRequest)
+			return
+		}
+		// A node elected a moment ago may still be applying what its
+		// predecessor committed (the barrier): wait for it, not longer.
+		deadline := time.Now().Add(leaderWait)
+		for !n.leading() {
+			if n.raft.State() != raft.Leader || time.Now().After(deadline) || r.Context().Err() != nil {
+				slowDown(w, cmp.Or(n.notServing(), "this node does not lead"))
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		n.serveLeader(w, r)
+	}))
+}
+
+// asForwardedBy returns r as the client sent it to the member that
+// forwarded it: the client's address and TLS state from the forward
+// headers, which it removes. ok is false if they are missing or malformed
+// (a member of another build, or a bug): the request is refused rather
+// than judged with the forwarding node's address.
+func asForwardedBy(r *http.Request) (_ *http.Request, ok bool) {
+	addr, tlsState := r.Header.Get(forwardClientHeader), r.Header.Get(forwardTLSHeader)
+	if _, err := netip.ParseAddrPort(addr); err != nil {
+		return r, false
+	}
+	r = r.WithContext(r.Context()) // a shallow copy whose fields are ours
+	r.RemoteAddr = addr
+	switch tlsState {
+	case "1":
+		// The client's TLS ended at the forwarding node; what the S3 API
+		// asks of r.TLS is only whether there was one.
+		r.TLS = &tls.ConnectionState{HandshakeComplete: true}
+	case "0":
+		r.TLS = nil
+	default:
+		return r, false
+	}
+	r.Header.Del(forwardClientHeader)
+	r.Header.Del(forwardTLSHeader)
+	return r, true
+}
+
+// withClientAddr is asForwardedBy for the node-to-node endpoints that act
+// for an operator (the admin API's forwarded changes): the address is for
+// the audit log only.
+func withClientAddr(r *http.Request) *http.Request {
+	if addr := r.Header.Get(forwardClientHeader); addr != "" {
+		if _, err := net.ResolveTCPAddr("tcp", addr); err == nil {
+			r = r.WithContext(r.Context())
+			r.RemoteAddr = addr
+		}
+	}
+	r.Header.Del(forwardClientHeader)
+	return r
+}
+
+// The admin API's cluster-wide changes.
+//
+// An admin request that changes buckets or users (leaderAdminPatterns) is
+// made by the leader, whose admin API writes through the log (its
+// BucketWriter is the replicated Store): a member that does not lead
+// checks the caller's admin token, then hands the request to the leader
+// on the node-to-node side (adminForwardPrefix). The leader runs it as its
+// own admin API would, under its own token: the caller was authorized by
+// the member it called, and only a member can reach that side.
+const adminForwardPrefix = "/_b3/v1/admin/"
+
+var leaderAdminPatterns = []string{
+	"PUT /admin/v1/buckets/{bucket}/owner",
+	"DELETE /admin/v1/buckets/{bucket}",
+	"DELETE /admin/v1/users/{accessKey}",
+}
+
+// setAdminLeader makes inner, called with token, the handler of admin
+// changes forwarded to this node.
+func (n *Node) setAdminLeader(inner http.Handler, token string) {
+	m := http.NewServeMux()
+	for _, pattern := range leaderAdminPatterns {
+		m.Handle(pattern, inner)
+	}
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set("Authorization", "Bearer "+token)
+		m.ServeHTTP(w, r)
+	})
+	n.adminLeader.Store(&h)
+}
+
+// adminOnLeader runs an admin change here when this node leads, and has
+// the leader run it otherwise.
+func (n *Node) adminOnLeader(w http.ResponseWriter, r *http.Request) {
+	if n.leading() {
+		(*n.adminLeader.Load()).ServeHTTP(w, r)
+		return
+	}
+	addr, id := n.raft.LeaderWithID()
+	if addr == "" || string(id) == n.cfg.ID {
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "no leader elected; retry"})
+		return
+	}
+	target := "http://" + string(addr) + strings.TrimSuffix(adminForwardPrefix, "/") + r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, target, r.Body)
+	if err != nil {
+		admin.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	req.ContentLength = r.ContentLength
+	req.Header.Set("Content-Type", r.Header.Get("Content-Type"))
+	req.Header.Set(admin.ActorHeader, r.Header.Get(admin.ActorHeader))
+	req.Header.Set(forwardClientHeader, r.RemoteAddr)
+	resp, err := n.peerClient.Do(req)
+	if err != nil {
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": fmt.Sprintf("the leader %s did not answer: %v; retry", id, err)})
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+// handleAdminForward serves an admin change another member forwarded
+// (adminOnLeader), while this node leads.
+func (n *Node) handleAdminForward(w http.ResponseWriter, r *http.Request) {
+	h := n.adminLeader.Load()
+	switch {
+	case h == nil:
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "the leader " + n.cfg.ID + " has no admin API (start every node with an admin token)"})
+		return
+	case !n.leading():
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "this node no longer leads; retry"})
+		return
+	}
+	r = withClientAddr(r)
+	r.URL.Path = "/" + strings.TrimPrefix(r.URL.Path, adminForwardPrefix)
+	r.URL.RawPath = ""
+	(*h).ServeHTTP(w, r)
+}

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -110,6 +111,44 @@ func TestClusterPeerEndpointsClosedToClients(t *testing.T) {
 			}
 		}
 	}
+	// And paths built at random from the pieces of the peer ones, by
+	// every method, with a Host that names no bucket or a made-up one.
+	rng := rand.New(rand.NewPCG(28, 1))
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	for range 300 {
+		// A peer path in some spelling: junk before it, the prefix
+		// escaped or doubled, an endpoint, a query.
+		var b strings.Builder
+		for range rng.IntN(3) {
+			b.WriteString("/" + pick(".", "..", "", "x", bucket))
+		}
+		b.WriteString("/" + pick("_b3", "_b3", "%5Fb3", "%5fb3", "_B3"))
+		b.WriteString(pick("/v1/", "/v1/", "//v1/", "/./v1/", "/v1/../v1/", "/%76%31/"))
+		b.WriteString(pick("info", "bytes", "users", "members", "stage", "lost", "removed", "member", "lag", "admin/admin/v1/buckets", key))
+		b.WriteString(pick("", "?bucket="+bucket+"&key="+key+"&version=4294967297", "?stage=7"))
+		p := b.String()
+		node := c.Nodes[rng.IntN(len(c.Nodes))]
+		method := pick("GET", "HEAD", "PUT", "POST", "DELETE")
+		req, err := http.NewRequestWithContext(ctx, method, node.Endpoint()+"/", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.URL.Opaque = p // sent as written, not cleaned
+		if rng.IntN(2) == 0 {
+			req.Host = "_b3.localhost"
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s %s: %v", node.ID, method, p, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(resp.Header.Get("Content-Type"), "json") || bytes.Contains(body, secret[:64]) ||
+			(resp.StatusCode < 300 && bytes.Contains(body, []byte(`"cluster_id"`))) {
+			t.Errorf("%s %s %s (Host %s): a peer's answer reached a client: %d %s %.200s", node.ID, method, p, req.Host, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	}
+
 	// Nothing changed: three voters on every node's view, no user
 	// "evil", root still root, the object whole.
 	if err := c.WaitConverged(ctx); err != nil {

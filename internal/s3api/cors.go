@@ -1,10 +1,12 @@
 package s3api
 
 import (
+	"bytes"
 	"encoding/xml"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/b3-storage/b3/internal/meta"
 )
@@ -16,9 +18,16 @@ var (
 	opPreflight        = operation{name: "PreflightRequest", preAuth: true, handle: (*Server).preflight}
 )
 
+// Limits of a CORS configuration, as S3's: the document is at most 64 KB,
+// with at most 100 rules.
+const (
+	maxCORSDocument = 64 << 10
+	maxCORSRules    = 100
+)
+
 // corsConfiguration is the CORSConfiguration document. The raw bytes are
-// stored; every use parses them again (they are small, and CORS is only
-// consulted for requests carrying an Origin).
+// stored; the parsed form is cached (corsCache), as every request carrying
+// an Origin consults it, before it is authorized.
 type corsConfiguration struct {
 	XMLName xml.Name   `xml:"CORSConfiguration"`
 	Xmlns   string     `xml:"xmlns,attr,omitempty"`
@@ -42,7 +51,7 @@ func parseCORS(data []byte) (*corsConfiguration, error) {
 	if err := xml.Unmarshal(data, &conf); err != nil {
 		return nil, errMalformedXML
 	}
-	if len(conf.Rules) == 0 || len(conf.Rules) > 100 {
+	if len(conf.Rules) == 0 || len(conf.Rules) > maxCORSRules {
 		return nil, errMalformedXML
 	}
 	for _, r := range conf.Rules {
@@ -63,6 +72,57 @@ func parseCORS(data []byte) (*corsConfiguration, error) {
 		}
 	}
 	return &conf, nil
+}
+
+// corsCache holds parsed CORS configurations by bucket, as policyCache
+// holds policies: an entry is used only while the bucket record holds the
+// same document, so a change by any path (PutBucketCors on this node, a
+// record replicated from another) is seen by the next request. A stored
+// document that no longer parses is cached with its error. The cache is
+// bounded by the bytes of the documents it holds as well as by their
+// number: documents stored before the 64 KB cap may be up to 4 MiB.
+type corsCache struct {
+	mu      sync.Mutex
+	entries map[string]cachedCORS
+	size    int // sum of len(raw) over entries
+}
+
+type cachedCORS struct {
+	raw  []byte
+	conf *corsConfiguration
+	err  error
+}
+
+const (
+	maxCachedCORS      = 4096
+	maxCachedCORSBytes = 64 << 20
+)
+
+// bucketCORS returns b's parsed CORS configuration, nil if it has none.
+// The configuration returned is shared: callers must not modify it.
+func (s *Server) bucketCORS(b *meta.Bucket) (*corsConfiguration, error) {
+	if len(b.CORS) == 0 {
+		return nil, nil
+	}
+	c := &s.cors
+	c.mu.Lock()
+	e, ok := c.entries[b.Name]
+	c.mu.Unlock()
+	if ok && bytes.Equal(e.raw, b.CORS) {
+		return e.conf, e.err
+	}
+	conf, err := parseCORS(b.CORS)
+	c.mu.Lock()
+	if old, ok := c.entries[b.Name]; ok {
+		c.size -= len(old.raw)
+	}
+	if c.entries == nil || len(c.entries) >= maxCachedCORS || c.size+len(b.CORS) > maxCachedCORSBytes {
+		c.entries, c.size = map[string]cachedCORS{}, 0
+	}
+	c.entries[b.Name] = cachedCORS{raw: b.CORS, conf: conf, err: err}
+	c.size += len(b.CORS)
+	c.mu.Unlock()
+	return conf, err
 }
 
 // wildcardMatch matches s against a pattern with at most one '*'.
@@ -148,8 +208,8 @@ func (s *Server) addCORSHeaders(rq *request, b *meta.Bucket) {
 	if origin == "" || len(b.CORS) == 0 {
 		return
 	}
-	conf, err := parseCORS(b.CORS)
-	if err != nil {
+	conf, err := s.bucketCORS(b)
+	if err != nil || conf == nil {
 		return
 	}
 	if r := conf.match(origin, rq.Method, nil); r != nil {
@@ -185,7 +245,7 @@ func (s *Server) preflight(rq *request) error {
 	if len(b.CORS) == 0 {
 		return errAccessForbiddenCORS.withMessage("CORSResponse: CORS is not enabled for this bucket.")
 	}
-	conf, err := parseCORS(b.CORS)
+	conf, err := s.bucketCORS(b)
 	if err != nil {
 		return err
 	}
@@ -202,18 +262,22 @@ func (s *Server) getBucketCORS(rq *request) error {
 	if len(rq.bucketRec.CORS) == 0 {
 		return errNoSuchCORS
 	}
-	conf, err := parseCORS(rq.bucketRec.CORS)
+	conf, err := s.bucketCORS(rq.bucketRec)
 	if err != nil {
 		return err
 	}
-	conf.Xmlns = s3Namespace
-	return writeXML(rq, conf)
+	out := *conf // shared with the cache
+	out.Xmlns = s3Namespace
+	return writeXML(rq, &out)
 }
 
 func (s *Server) putBucketCORS(rq *request) error {
 	data, err := readSmallBody(rq)
 	if err != nil {
 		return err
+	}
+	if len(data) > maxCORSDocument {
+		return errMalformedXML.withMessage("The CORS configuration must not exceed %d bytes; this one has %d", maxCORSDocument, len(data))
 	}
 	if _, err := parseCORS(data); err != nil {
 		return err

@@ -83,6 +83,7 @@ type Server struct {
 	idCounter atomic.Uint64
 
 	policies policyCache
+	cors     corsCache
 }
 
 // New returns a Server answering for store.

@@ -9,19 +9,29 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // v2SubResources are the query parameters that belong to the SigV2
-// canonicalized resource, sorted as the signature requires.
+// canonicalized resource, sorted as the signature requires. Every query
+// parameter that chooses what b3's router does must be among them (or the
+// router must refuse a V2 request carrying it unsigned): otherwise a
+// captured V2 signature for "PUT /bucket" would also authenticate
+// "PUT /bucket?ownershipControls". s3api's TestSigV2SignsEverySubResource
+// checks this against the router's own list. Parameters S3 does not sign
+// stay out: a client would not sign them, and they only shape the answer
+// of the operation the request already names (list-type, prefix, max-keys).
 var v2SubResources = func() []string {
 	list := []string{
-		"accelerate", "acl", "cors", "delete", "encryption", "legal-hold", "lifecycle",
-		"location", "logging", "notification", "object-lock", "partNumber", "policy",
-		"publicAccessBlock", "replication", "requestPayment", "response-cache-control",
+		"accelerate", "acl", "analytics", "attributes", "cors", "delete", "encryption",
+		"intelligent-tiering", "inventory", "legal-hold", "lifecycle", "location",
+		"logging", "metadataTable", "metrics", "notification", "object-lock",
+		"ownershipControls", "partNumber", "policy", "policyStatus", "publicAccessBlock",
+		"replication", "requestPayment", "response-cache-control",
 		"response-content-disposition", "response-content-encoding",
 		"response-content-language", "response-content-type", "response-expires",
-		"restore", "retention", "select", "select-type", "tagging", "torrent", "uploadId",
-		"uploads", "versionId", "versioning", "versions", "website",
+		"restore", "retention", "select", "select-type", "session", "tagging", "torrent",
+		"uploadId", "uploads", "versionId", "versioning", "versions", "website",
 	}
 	sort.Strings(list)
 	return list
@@ -94,8 +104,16 @@ func (v *Verifier) authenticatePresignedV2(r *http.Request, query url.Values) (*
 	if err != nil {
 		return nil, err
 	}
-	if v.now().Unix() > expires {
+	now := v.now().Unix()
+	if now > expires {
 		return nil, errExpired()
+	}
+	// SigV2 has no signing time, so the cap is on how far ahead Expires
+	// is: a week as for SigV4's X-Amz-Expires, plus the clock skew a V4
+	// X-Amz-Date may have (a URL signed for a week by a client whose
+	// clock runs a little ahead still works).
+	if expires-now > int64((MaxPresignExpiry+v.maxSkew())/time.Second) {
+		return nil, errAccessDenied("Expires must be less than a week (604800 seconds) in the future: " + expiresText)
 	}
 	if !v.verifyV2(r, secret, expiresText, signature) {
 		return nil, errSignatureMismatch()

@@ -156,6 +156,24 @@ func TestMaxRetention(t *testing.T) {
 		}
 	}
 	e.assertAbsent("vault", "far/PutObject")
+	putConfig := func(days, years int32) error {
+		r := &types.DefaultRetention{Mode: types.ObjectLockRetentionModeCompliance}
+		if days > 0 {
+			r.Days = aws.Int32(days)
+		} else {
+			r.Years = aws.Int32(years)
+		}
+		_, err := c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: aws.String("vault"),
+			ObjectLockConfiguration: &types.ObjectLockConfiguration{ObjectLockEnabled: types.ObjectLockEnabledEnabled,
+				Rule: &types.ObjectLockRule{DefaultRetention: r}}})
+		return err
+	}
+	// S3's own limits on a default retention fit within the default.
+	for _, ok := range [][2]int32{{36500, 0}, {0, 100}} {
+		if err := putConfig(ok[0], ok[1]); err != nil {
+			t.Fatalf("default retention of %v days/years under the default maximum: %v", ok, err)
+		}
+	}
 
 	// An operator lowers it (before any request reads it).
 	e.api.cfg.MaxRetention = 30 * 24 * time.Hour
@@ -172,18 +190,6 @@ func TestMaxRetention(t *testing.T) {
 	wantCode(t, err, "InvalidArgument")
 	if obj, err := e.store.HeadObject("vault", "bound/PutObject"); err != nil || !obj.RetainUntil.Equal(*in29days) {
 		t.Fatalf("retention after a refused extension: %+v %v", obj, err)
-	}
-	putConfig := func(days, years int32) error {
-		r := &types.DefaultRetention{Mode: types.ObjectLockRetentionModeCompliance}
-		if days > 0 {
-			r.Days = aws.Int32(days)
-		} else {
-			r.Years = aws.Int32(years)
-		}
-		_, err := c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: aws.String("vault"),
-			ObjectLockConfiguration: &types.ObjectLockConfiguration{ObjectLockEnabled: types.ObjectLockEnabledEnabled,
-				Rule: &types.ObjectLockRule{DefaultRetention: r}}})
-		return err
 	}
 	wantCode(t, putConfig(31, 0), "InvalidArgument")
 	wantCode(t, putConfig(0, 1), "InvalidArgument")

@@ -28,9 +28,10 @@ var (
 
 var errNoLockConfig = errInvalidRequest.withMessage("Bucket is missing Object Lock Configuration")
 
-// DefaultMaxRetention is Config.MaxRetention's default: 100 years, the
-// longest default retention S3 accepts.
-const DefaultMaxRetention = 36500 * 24 * time.Hour
+// DefaultMaxRetention is Config.MaxRetention's default: 100 years with
+// their leap days (36525 days), so that the longest default retention S3
+// accepts (Years: 100, or Days: 36500) is still accepted.
+const DefaultMaxRetention = 36525 * 24 * time.Hour
 
 // What setting a lock asks of the caller beyond the write itself: the
 // same as setting it afterwards with PutObjectRetention or

@@ -106,7 +106,7 @@ func Settings() []Setting {
 		{"regions", "", "further region names accepted as a bucket's LocationConstraint and in request signatures, comma separated (clients configured for another region work unchanged)", list(func(c *Config) *[]string { return &c.Regions }, false)},
 		{"domain", "", "base domain(s) of virtual-host-style requests, comma separated", list(func(c *Config) *[]string { return &c.Domains }, true)},
 		{"media-headers", "true", "serve objects stored without a Content-Type (or a generic one) with the type of their extension (.m3u8, .ts, .m4s, .mp4, .vtt, .aac, ...) and playlists (.m3u8, .mpd) without a Cache-Control with no-cache (docs/HLS.md)", boolean(func(c *Config) *bool { return &c.MediaHeaders })},
-		{"max-retention", "36500d", "longest Object Lock retention a client may set, from the moment it sets it (retain-until dates, a bucket's default retention; refused beyond, root included): a COMPLIANCE retention can never be shortened. Days (30d) or a duration (720h)", func(c *Config, _ *Output, v string) error {
+		{"max-retention", "36525d", "longest Object Lock retention a client may set, from the moment it sets it (retain-until dates, a bucket's default retention; refused beyond, root included): a COMPLIANCE retention can never be shortened. Days (30d) or a duration (720h)", func(c *Config, _ *Output, v string) error {
 			d, err := ParseDays(v)
 			c.MaxRetention = d
 			return err

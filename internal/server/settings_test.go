@@ -226,7 +226,7 @@ func TestMaxRetentionSetting(t *testing.T) {
 		args []string
 		want time.Duration
 	}{
-		{nil, nil, 36500 * day},
+		{nil, nil, 36525 * day},
 		{map[string]string{"B3_CONFIG": file}, nil, 10 * day},
 		{map[string]string{"B3_CONFIG": file, "B3_MAX_RETENTION": "720h"}, nil, 30 * day},
 		{map[string]string{"B3_MAX_RETENTION": "720h"}, []string{"--max-retention", "365d"}, 365 * day},

@@ -73,7 +73,7 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&lcDay, "lifecycle-day", "24h", "length of a lifecycle day; DEBUG/TESTS ONLY: e.g. 1s makes Days=1 mean one second")
 	// Settings b3 node shares with b3 server: the same flags, parsed and
 	// checked by the server's code.
-	shared := server.SharedFlags(fs, "direct-io", "log-level", "log-format", "media-headers", "drain-delay",
+	shared := server.SharedFlags(fs, "direct-io", "log-level", "log-format", "media-headers", "max-retention", "drain-delay",
 		"tls-cert", "tls-key", "admin-tls-cert", "admin-tls-key", "console-tls-cert", "console-tls-key", "tls-check-interval")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -135,6 +135,7 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	cfg.TLSCert, cfg.TLSKey, cfg.AdminTLSCert, cfg.AdminTLSKey = sc.TLSCert, sc.TLSKey, sc.AdminTLSCert, sc.AdminTLSKey
 	cfg.ConsoleTLSCert, cfg.ConsoleTLSKey, cfg.TLSCheckInterval = sc.ConsoleTLSCert, sc.ConsoleTLSKey, sc.TLSCheckInterval
 	cfg.DrainDelay, cfg.MediaHeaders, cfg.LogJSON = sc.DrainDelay, sc.MediaHeaders, sc.LogJSON
+	cfg.MaxRetention = sc.MaxRetention
 	cfg.DirectIO = sc.DirectIO
 	cfg.Logger = out.NewLogger(stderr).With("node", cfg.ID)
 	cfg.AccessKey, cfg.SecretKey = os.Getenv("B3_ACCESS_KEY"), os.Getenv("B3_SECRET_KEY")

@@ -111,6 +111,9 @@ type Config struct {
 	DrainDelay time.Duration
 	// MediaHeaders: as b3 server's --media-headers.
 	MediaHeaders bool
+	// MaxRetention: as b3 server's --max-retention (0: s3api's default).
+	// Each node's S3 API applies its own; give every member the same.
+	MaxRetention time.Duration
 	// LogJSON prints the banner as a JSON log line.
 	LogJSON bool
 	// LoadAdminToken, if set, supplies the admin token when AdminToken is

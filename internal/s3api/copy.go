@@ -117,7 +117,7 @@ func (s *Server) copyObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	lock, err := lockFromHeaders(rq)
+	lock, err := s.lockOfWrite(rq, rq.Header)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,11 @@
 //   - POST form fields are case-insensitive and unique; the file is bounded
 //     by content-length-range, Config.MaxObjectSize and the free-space
 //     reserve as it streams, before its bytes reach objstore.
+//   - Object Lock asked for by a write (headers, POST fields) is decided as
+//     the operation that sets it afterwards (s3:PutObjectRetention,
+//     s3:PutObjectLegalHold); no retention ends beyond Config.MaxRetention
+//     from when it is set; the governance bypass is
+//     s3:BypassGovernanceRetention through decide (objectlock.go).
 //   - PutObject and UploadPart accept bodies of unknown length (HTTP
 //     Transfer-Encoding: chunked without Content-Length, as live video
 //     encoders send them; S3 answers 411): they are bounded by

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/b3-storage/b3/internal/checksum"
 	"github.com/b3-storage/b3/internal/meta"
@@ -39,7 +38,7 @@ func (s *Server) createUpload(rq *request) error {
 	// A lock asked for here is checked now and kept in the upload for the
 	// completed object; without one, the object gets the bucket's default
 	// retention when it completes (its creation).
-	lock, err := requestedLock(rq)
+	lock, err := s.requestedLock(rq, rq.Header)
 	if err != nil {
 		return err
 	}
@@ -254,7 +253,7 @@ func (s *Server) completeUpload(rq *request) error {
 		if err := declared.Verify(alg, typ, obj.Checksum); err != nil {
 			return nil, err
 		}
-		objectLock{Mode: up.LockMode, Until: up.RetainUntil, Hold: up.LegalHold}.orDefault(rq.bucketRec, time.Now()).applyTo(obj)
+		objectLock{Mode: up.LockMode, Until: up.RetainUntil, Hold: up.LegalHold}.orDefault(rq.bucketRec, s.cfg.Now(), s.cfg.MaxRetention).applyTo(obj)
 		return obj, nil
 	}
 	obj, err := s.store.CompleteUpload(rq.bucket, rq.key, rq.query.Get("uploadId"), numbers, build, precondition)

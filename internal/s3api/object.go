@@ -70,7 +70,7 @@ func (s *Server) putObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	lock, err := lockFromHeaders(rq)
+	lock, err := s.lockOfWrite(rq, rq.Header)
 	if err != nil {
 		return err
 	}
@@ -345,5 +345,9 @@ func (s *Server) deleteOne(rq *request, key, versionID string) (objstore.DeleteR
 			return objstore.DeleteResult{}, errInvalidVersionID
 		}
 	}
-	return s.store.DeleteVersioned(rq.bucket, key, versionID, bypassGovernance(rq))
+	bypass, err := s.bypassGovernance(rq, key)
+	if err != nil {
+		return objstore.DeleteResult{}, err
+	}
+	return s.store.DeleteVersioned(rq.bucket, key, versionID, bypass)
 }

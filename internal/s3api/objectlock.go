@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,23 @@ var (
 )
 
 var errNoLockConfig = errInvalidRequest.withMessage("Bucket is missing Object Lock Configuration")
+
+// DefaultMaxRetention is Config.MaxRetention's default: 100 years with
+// their leap days (36525 days), so that the longest default retention S3
+// accepts (Years: 100, or Days: 36500) is still accepted.
+const DefaultMaxRetention = 36525 * 24 * time.Hour
+
+// What setting a lock asks of the caller beyond the write itself: the
+// same as setting it afterwards with PutObjectRetention or
+// PutObjectLegalHold (their operationAccess), so that a lock header is
+// never a way around a policy that denies those operations. Bypassing a
+// GOVERNANCE retention is the owner's or a policy's to allow, never an
+// ACL's.
+var (
+	accessSetRetention     = access{action: "s3:PutObjectRetention", perm: permWrite}
+	accessSetLegalHold     = access{action: "s3:PutObjectLegalHold", perm: permWrite}
+	accessBypassGovernance = access{action: "s3:BypassGovernanceRetention", perm: permOwner}
+)
 
 type objectLockConfiguration struct {
 	XMLName           xml.Name `xml:"ObjectLockConfiguration"`
@@ -68,8 +86,10 @@ func parseLockConfiguration(data []byte) (*objectLockConfiguration, error) {
 }
 
 // defaultRetentionOf returns the mode and the retention end of a version
-// written now in bucket bk under its default retention ("" if none).
-func defaultRetentionOf(bk *meta.Bucket, now time.Time) (string, time.Time) {
+// written now in bucket bk under its default retention ("" if none). The
+// end is at most now+max: a configuration stored before the operator
+// lowered the maximum retention retains no longer than the new maximum.
+func defaultRetentionOf(bk *meta.Bucket, now time.Time, max time.Duration) (string, time.Time) {
 	if !bk.ObjectLock || bk.ObjectLockConfig == nil {
 		return "", time.Time{}
 	}
@@ -78,7 +98,36 @@ func defaultRetentionOf(bk *meta.Bucket, now time.Time) (string, time.Time) {
 		return "", time.Time{}
 	}
 	d := conf.Rule.DefaultRetention
-	return d.Mode, now.UTC().AddDate(d.Years, 0, d.Days)
+	end, limit := d.end(now.UTC()), now.UTC().Add(max)
+	if end.After(limit) {
+		end = limit
+	}
+	return d.Mode, end
+}
+
+// end is the retention end of a version written at now.
+func (d *defaultRetention) end(now time.Time) time.Time { return now.AddDate(d.Years, 0, d.Days) }
+
+// checkRetainUntil refuses a retention end beyond the server's maximum
+// retention (Config.MaxRetention) from now, whoever asks: a COMPLIANCE
+// retention cannot be shortened or removed by anyone, root included, so
+// this bound is what keeps a mistaken or hostile date from pinning a
+// version, and its bucket, for ever.
+func (s *Server) checkRetainUntil(until, now time.Time) error {
+	if until.After(now.Add(s.cfg.MaxRetention)) {
+		return errInvalidArgument.withMessage("The retain until date must be at most %s in the future (this server's maximum retention)", formatRetention(s.cfg.MaxRetention))
+	}
+	return nil
+}
+
+// formatRetention renders a maximum retention in days when it is whole
+// days (as --max-retention is usually given), else as a Go duration.
+func formatRetention(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + " days"
+	}
+	return d.String()
 }
 
 func (s *Server) getObjectLockConfiguration(rq *request) error {
@@ -104,8 +153,15 @@ func (s *Server) putObjectLockConfiguration(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := parseLockConfiguration(data); err != nil {
+	conf, err := parseLockConfiguration(data)
+	if err != nil {
 		return err
+	}
+	if conf.Rule != nil {
+		now := s.cfg.Now().UTC()
+		if s.checkRetainUntil(conf.Rule.DefaultRetention.end(now), now) != nil {
+			return errInvalidArgument.withMessage("Default retention period too large: this server's maximum retention is %s", formatRetention(s.cfg.MaxRetention))
+		}
 	}
 	err = s.store.UpdateBucket(rq.bucket, func(b *meta.Bucket) error {
 		if !b.ObjectLock && b.Versioning != meta.VersioningEnabled {
@@ -126,23 +182,30 @@ type objectLock struct {
 	Mode  string
 	Until time.Time
 	Hold  bool
+	// holdAsked: the write names a legal hold (ON or OFF), which asks for
+	// s3:PutObjectLegalHold as Mode asks for s3:PutObjectRetention.
+	holdAsked bool
 }
 
-// lockFromHeaders is the lock of a write: what its headers ask for, and
-// the bucket's default retention if they ask for none.
-func lockFromHeaders(rq *request) (objectLock, error) {
-	l, err := requestedLock(rq)
+// lockOfWrite is the lock of a write whose lock headers (or POST form
+// fields) are h: what they ask for, if the caller may set it (authorizeLock)
+// and within the maximum retention, and the bucket's default retention if
+// they ask for none. The default needs no permission beyond the write: the
+// bucket's owner chose it.
+func (s *Server) lockOfWrite(rq *request, h http.Header) (objectLock, error) {
+	l, err := s.requestedLock(rq, h)
 	if err != nil {
 		return l, err
 	}
-	return l.orDefault(rq.bucketRec, time.Now()), nil
+	return l.orDefault(rq.bucketRec, s.cfg.Now(), s.cfg.MaxRetention), nil
 }
 
-// requestedLock reads the x-amz-object-lock-* headers of a write: the
+// requestedLock reads the x-amz-object-lock-* headers h of a write: the
 // lock they ask for, with an empty Mode when they ask for no retention.
-func requestedLock(rq *request) (objectLock, error) {
+// It checks the caller may set it and that it ends within the maximum
+// retention.
+func (s *Server) requestedLock(rq *request, h http.Header) (objectLock, error) {
 	var l objectLock
-	h := rq.Header
 	mode, until, hold := h.Get("x-amz-object-lock-mode"), h.Get("x-amz-object-lock-retain-until-date"), h.Get("x-amz-object-lock-legal-hold")
 	if mode == "" && until == "" && hold == "" {
 		return l, nil
@@ -151,31 +214,51 @@ func requestedLock(rq *request) (objectLock, error) {
 		return l, errNoLockConfig
 	}
 	switch hold {
-	case "", "OFF":
+	case "":
+	case "OFF":
+		l.holdAsked = true
 	case "ON":
-		l.Hold = true
+		l.Hold, l.holdAsked = true, true
 	default:
 		return l, errInvalidArgument.withMessage("Legal Hold must be either of 'ON' or 'OFF'")
 	}
 	if (mode == "") != (until == "") {
 		return l, errInvalidArgument.withMessage("x-amz-object-lock-retain-until-date and x-amz-object-lock-mode must both be supplied")
 	}
-	if mode == "" {
-		return l, nil
+	if mode != "" {
+		t, err := parseRetainUntil(mode, until)
+		if err != nil {
+			return l, err
+		}
+		if err := s.checkRetainUntil(t, s.cfg.Now()); err != nil {
+			return l, err
+		}
+		l.Mode, l.Until = mode, t
 	}
-	t, err := parseRetainUntil(mode, until)
-	if err != nil {
-		return l, err
+	return l, s.authorizeLock(rq, l)
+}
+
+// authorizeLock checks the caller may set the lock its write asks for:
+// decide with s3:PutObjectRetention for a retention, s3:PutObjectLegalHold
+// for a legal hold, on the object written (s3:PutObject alone, as an
+// encoder's policy grants, sets neither).
+func (s *Server) authorizeLock(rq *request, l objectLock) error {
+	if l.Mode != "" {
+		if err := s.decide(rq, rq.bucketRec, accessSetRetention, rq.key); err != nil {
+			return err
+		}
 	}
-	l.Mode, l.Until = mode, t
-	return l, nil
+	if l.holdAsked {
+		return s.decide(rq, rq.bucketRec, accessSetLegalHold, rq.key)
+	}
+	return nil
 }
 
 // orDefault gives a lock without a retention of its own the bucket's
-// default retention, counted from now.
-func (l objectLock) orDefault(bk *meta.Bucket, now time.Time) objectLock {
+// default retention, counted from now and ending within max.
+func (l objectLock) orDefault(bk *meta.Bucket, now time.Time, max time.Duration) objectLock {
 	if l.Mode == "" {
-		l.Mode, l.Until = defaultRetentionOf(bk, now)
+		l.Mode, l.Until = defaultRetentionOf(bk, now, max)
 	}
 	return l
 }
@@ -211,10 +294,20 @@ func writeLockHeaders(h http.Header, obj *meta.Object) {
 }
 
 // bypassGovernance reports whether the request asks to bypass GOVERNANCE
-// retention and may: only the bucket's owner may.
-func bypassGovernance(rq *request) bool {
-	return strings.EqualFold(rq.Header.Get("x-amz-bypass-governance-retention"), "true") &&
-		rq.bucketRec != nil && rq.accessKey != "" && rq.accessKey == rq.bucketRec.Owner
+// retention on key and may: decide allows s3:BypassGovernanceRetention
+// (an administrator; else not if the bucket policy denies it, then the
+// owner or a policy Allow). A caller asking without the right is not
+// refused here: its request goes on without the bypass, so only a
+// GOVERNANCE retention in force stops it (AccessDenied), as on S3.
+func (s *Server) bypassGovernance(rq *request, key string) (bool, error) {
+	if !strings.EqualFold(rq.Header.Get("x-amz-bypass-governance-retention"), "true") || rq.bucketRec == nil {
+		return false, nil
+	}
+	err := s.decide(rq, rq.bucketRec, accessBypassGovernance, key)
+	if ae, ok := errors.AsType[*APIError](err); ok && ae.Code == errAccessDenied.Code {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 type retention struct {
@@ -258,9 +351,15 @@ func (s *Server) putObjectRetention(rq *request) error {
 			}
 			return err
 		}
+		if err := s.checkRetainUntil(until, s.cfg.Now()); err != nil {
+			return err
+		}
 	}
-	bypass := bypassGovernance(rq)
-	err := s.updateVersion(rq, func(o *meta.Object) error {
+	bypass, err := s.bypassGovernance(rq, rq.key)
+	if err != nil {
+		return err
+	}
+	err = s.updateVersion(rq, func(o *meta.Object) error {
 		if o.LockMode != "" && time.Now().Before(o.RetainUntil) {
 			weaker := doc.Mode != o.LockMode || until.Before(o.RetainUntil)
 			switch {

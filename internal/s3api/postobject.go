@@ -97,6 +97,13 @@ func (s *Server) postObject(rq *request) error {
 	}
 	obj := &meta.Object{Owner: owner, Tags: tags, Grants: grants}
 	a.toObject(obj)
+	// A form is a PUT by other means: the same lock fields, permissions
+	// and bounds, and the bucket's default retention without them.
+	lock, err := s.lockOfWrite(rq, h)
+	if err != nil {
+		return err
+	}
+	lock.applyTo(obj)
 	limited := &boundedBody{src: file.body, max: s.cfg.MaxObjectSize, tooLarge: errEntityTooLarge}
 	if policy.MaxLength >= 0 && policy.MaxLength < limited.max {
 		limited.max, limited.tooLarge = policy.MaxLength, policy.CheckLength(policy.MaxLength+1)

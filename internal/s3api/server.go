@@ -54,6 +54,13 @@ type Config struct {
 	// MaxObjectSize is the largest single PUT, part or POST file (default
 	// 5 GiB, as AWS). Tests may lower it.
 	MaxObjectSize int64
+	// MaxRetention bounds every Object Lock retention from the moment it
+	// is set (retain-until dates in lock headers, POST fields and
+	// PutObjectRetention, and a bucket's default retention); default
+	// DefaultMaxRetention. A COMPLIANCE retention can never be shortened,
+	// so this is the operator's guard against versions, and the buckets
+	// holding them, kept for ever.
+	MaxRetention time.Duration
 	// MediaHeaders serves objects stored without a Content-Type (or with a
 	// generic one) with the type of their key's extension (.m3u8, .ts,
 	// .m4s, ...), and playlists without a Cache-Control with "no-cache":
@@ -96,6 +103,9 @@ func New(store Backend, cfg Config) *Server {
 	}
 	if cfg.MaxObjectSize <= 0 {
 		cfg.MaxObjectSize = maxPutSize
+	}
+	if cfg.MaxRetention <= 0 {
+		cfg.MaxRetention = DefaultMaxRetention
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -48,6 +48,9 @@ type Config struct {
 	// their extension's type, and playlists with Cache-Control: no-cache
 	// (s3api.Config.MediaHeaders; docs/HLS.md).
 	MediaHeaders bool
+	// MaxRetention bounds every Object Lock retention from the moment it
+	// is set (s3api.Config.MaxRetention; 0: its default, 100 years).
+	MaxRetention time.Duration
 
 	// AdminAddress is the admin listener (API, /metrics, health, pprof);
 	// "" disables it. AdminToken is its bearer token (default: generated
@@ -261,7 +264,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		}
 	}
 	api := s3api.New(store, s3api.Config{Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Directory: users.dir,
-		MediaHeaders: cfg.MediaHeaders, Logger: cfg.Logger, Observe: observe})
+		MediaHeaders: cfg.MediaHeaders, MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: observe})
 
 	var ready atomic.Bool
 	passCtx, cancelPasses := context.WithCancel(context.Background())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -105,6 +106,11 @@ func Settings() []Setting {
 		{"regions", "", "further region names accepted as a bucket's LocationConstraint and in request signatures, comma separated (clients configured for another region work unchanged)", list(func(c *Config) *[]string { return &c.Regions }, false)},
 		{"domain", "", "base domain(s) of virtual-host-style requests, comma separated", list(func(c *Config) *[]string { return &c.Domains }, true)},
 		{"media-headers", "true", "serve objects stored without a Content-Type (or a generic one) with the type of their extension (.m3u8, .ts, .m4s, .mp4, .vtt, .aac, ...) and playlists (.m3u8, .mpd) without a Cache-Control with no-cache (docs/HLS.md)", boolean(func(c *Config) *bool { return &c.MediaHeaders })},
+		{"max-retention", "36525d", "longest Object Lock retention a client may set, from the moment it sets it (retain-until dates, a bucket's default retention; refused beyond, root included): a COMPLIANCE retention can never be shortened. Days (30d) or a duration (720h)", func(c *Config, _ *Output, v string) error {
+			d, err := ParseDays(v)
+			c.MaxRetention = d
+			return err
+		}},
 		{"fsync", "batch", "durability: batch (group commit), always, none (benchmarks only)", func(c *Config, _ *Output, v string) error {
 			p, err := blob.ParseSyncPolicy(v)
 			c.Sync = p
@@ -183,6 +189,26 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q: want a non-negative number of bytes, units KiB MiB GiB KB MB GB", s)
 	}
 	return int64(f * mult), nil
+}
+
+// ParseDays parses a duration given in days ("36500d") or as a Go
+// duration ("720h"): retentions are counted in days, which Go durations
+// cannot spell.
+func ParseDays(s string) (time.Duration, error) {
+	const day = 24 * time.Hour
+	t := strings.TrimSpace(s)
+	if n, ok := strings.CutSuffix(t, "d"); ok {
+		days, err := strconv.ParseInt(n, 10, 64)
+		if err != nil || days < 0 || days > int64(math.MaxInt64/day) {
+			return 0, fmt.Errorf("%q: want a whole number of days (e.g. 36500d) or a duration (e.g. 720h)", s)
+		}
+		return time.Duration(days) * day, nil
+	}
+	d, err := time.ParseDuration(t)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q: want a whole number of days (e.g. 36500d) or a duration (e.g. 720h)", s)
+	}
+	return d, nil
 }
 
 // LoadSettings resolves every setting from, in rising precedence: the

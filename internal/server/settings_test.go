@@ -212,3 +212,34 @@ func TestDeployAgrees(t *testing.T) {
 		t.Fatalf("systemd-analyze security rates deploy/b3.service %.1f, want 2.0 or less:\n%s", level, out)
 	}
 }
+
+// TestMaxRetentionSetting: --max-retention, B3_MAX_RETENTION and the
+// YAML key max-retention, in days or as a duration; 100 years unless set.
+func TestMaxRetentionSetting(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "b3.yaml")
+	if err := os.WriteFile(file, []byte("max-retention: 10d\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const day = 24 * time.Hour
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want time.Duration
+	}{
+		{nil, nil, 36525 * day},
+		{map[string]string{"B3_CONFIG": file}, nil, 10 * day},
+		{map[string]string{"B3_CONFIG": file, "B3_MAX_RETENTION": "720h"}, nil, 30 * day},
+		{map[string]string{"B3_MAX_RETENTION": "720h"}, []string{"--max-retention", "365d"}, 365 * day},
+	} {
+		getenv := func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
+		cfg, _, err := LoadSettings(tc.args, getenv, &bytes.Buffer{})
+		if err != nil || cfg.MaxRetention != tc.want {
+			t.Errorf("%v %v: max retention %v (%v), want %v", tc.env, tc.args, cfg.MaxRetention, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"0d", "0", "-1d", "1.5d", "x", "d", "99999999999999d"} {
+		if _, _, err := LoadSettings([]string{"--max-retention", bad}, func(string) (string, bool) { return "", false }, &bytes.Buffer{}); err == nil {
+			t.Errorf("--max-retention %q accepted", bad)
+		}
+	}
+}

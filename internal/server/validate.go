@@ -97,6 +97,7 @@ func settingRanges() []settingRange {
 			}
 			return nil
 		}},
+		{"max-retention", func(c *Config) error { return atLeast(c.MaxRetention, time.Second, false) }},
 		{"bucket-metrics-interval", func(c *Config) error { return atLeast(c.BucketMetricsInterval, 10*time.Second, false) }},
 	}
 }

@@ -64,7 +64,7 @@ func adminCommands() []adminCommand {
 		{name: "cluster add", args: "<id>=<host:port>", summary: "add the node waiting at that cluster address (b3 node --join)", nargs: [2]int{1, 1}, run: adminClusterAdd},
 		{name: "cluster remove", args: "<id>", summary: "remove a member; it stops serving", nargs: [2]int{1, 1}, run: adminClusterRemove},
 		{name: "cluster declare-lost", summary: "the group waits for object bytes no member holds: remove that version everywhere so it goes on (asks first; --yes)",
-			flags: []string{"yes"}, run: adminClusterDeclareLost},
+			flags: []string{"yes", "gone"}, run: adminClusterDeclareLost},
 	}
 }
 
@@ -83,6 +83,7 @@ type adminFlags struct {
 	// command flags
 	objects, force, yes bool
 	newOwner, size      string
+	gone                string
 }
 
 func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
@@ -98,7 +99,8 @@ func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
 	fs.StringVar(&f.newOwner, "new-owner", "", "users remove: access key that gets the user's buckets")
 	fs.StringVar(&f.size, "size", "", "cache set: the object cache's new size (bytes, KiB MiB GiB; 0 = off)")
 	fs.BoolVar(&f.yes, "yes", false, "cluster declare-lost: do not ask for a confirmation")
-	return map[string]bool{"objects": true, "force": true, "new-owner": true, "size": true, "yes": true}
+	fs.StringVar(&f.gone, "gone", "", "cluster declare-lost: members gone for good (id,id...): the leader does not wait for their answer")
+	return map[string]bool{"objects": true, "force": true, "new-owner": true, "size": true, "yes": true, "gone": true}
 }
 
 // adminConfig is the file `b3 admin` reads its connection from when

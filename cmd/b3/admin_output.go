@@ -457,7 +457,11 @@ func adminClusterDeclareLost(a *adminCall) (any, func(io.Writer), error) {
 				return nil, nil, err
 			}
 		}
-		res, err := a.c.DeclareLost(a.ctx, *m)
+		var gone []string
+		if a.flags.gone != "" {
+			gone = strings.Split(a.flags.gone, ",")
+		}
+		res, err := a.c.DeclareLost(a.ctx, *m, gone...)
 		if err != nil {
 			if len(done) > 0 {
 				return done, nil, fmt.Errorf("%d declared, then: %w", len(done), err)

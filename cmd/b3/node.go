@@ -40,6 +40,7 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 		minRate                    string
 		lcInterval, lcDay, segSize string
 		secretFile                 string
+		minFree                    string
 	)
 	fs.StringVar(&cfg.ID, "id", "", "this node's id, one of --peers, or new with --join (required)")
 	fs.StringVar(&cfg.Root, "data", "", "data directory of this node (required; a new node needs an empty one)")
@@ -68,6 +69,7 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.ClusterTLSKey, "cluster-tls-key", "", "the key of --cluster-tls-cert (PEM)")
 	fs.StringVar(&cfg.ClusterTLSCA, "cluster-tls-ca", "", "CA certificates (PEM) the other nodes' certificates must chain to")
 	fs.StringVar(&segSize, "segment-size", "1GiB", "segment file size")
+	fs.StringVar(&minFree, "min-free-space", "1GiB", "free-space reserve of this node's disks: a PUT that would cut into it gets 507 InsufficientStorage, a push to this node is refused (the group goes on with the others), and bytes it would fetch wait until space is freed (0 = off)")
 	fs.StringVar(&lcInterval, "lifecycle-interval", "1h", "period of the leader's lifecycle pass (rule changes and a new leader start one at once)")
 	fs.Float64Var(&cfg.LifecycleRate, "lifecycle-rate", 1000, "lifecycle deletes and aborts per second (0 = unlimited)")
 	fs.StringVar(&lcDay, "lifecycle-day", "24h", "length of a lifecycle day; DEBUG/TESTS ONLY: e.g. 1s makes Days=1 mean one second")
@@ -108,6 +110,9 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.VacuumInterval, err = time.ParseDuration(vacuumI); err != nil {
 		return fail("--vacuum-interval: %v", err)
+	}
+	if cfg.MinFreeBytes, err = server.ParseBytes(minFree); err != nil || cfg.MinFreeBytes < 0 {
+		return fail("--min-free-space %q: want a size of 0 or more", minFree)
 	}
 	if cfg.SegmentSize, err = server.ParseBytes(segSize); err != nil || cfg.SegmentSize <= 0 {
 		return fail("--segment-size %q: want a size above 0", segSize)
@@ -197,7 +202,7 @@ func printClusterStatus(w io.Writer, st admin.ClusterStatus) {
 		}
 		fmt.Fprintf(w, "\n%s: ", m.ID)
 		printMissing(w, *m.MissingBytes)
-		if m.ID == st.Leader {
+		if m.ID == st.Leader && m.MissingBytes.Local == "" {
 			fmt.Fprintln(w, "The group applies and serves nothing until it gets them (503 SlowDown). If the node that held them")
 			fmt.Fprintln(w, "is gone for good, declare them lost: b3 admin cluster declare-lost (docs/CLUSTER.md)")
 		}
@@ -210,8 +215,14 @@ func printMissing(w io.Writer, m admin.ClusterMissing) {
 	if m.UploadID != "" {
 		what = fmt.Sprintf("part %d of upload %s of %s/%s", m.Part, m.UploadID, m.Bucket, m.Key)
 	}
-	fmt.Fprintf(w, "the apply has waited %s at log index %d (%s) for the bytes of %s (%d bytes), which no member it asked gave:\n",
-		(time.Duration(m.WaitedSeconds) * time.Second).String(), m.Index, m.Op, what, m.Size)
+	waited := (time.Duration(m.WaitedSeconds) * time.Second).String()
+	if m.Local != "" {
+		fmt.Fprintf(w, "the apply has waited %s at log index %d (%s) for the bytes of %s (%d bytes): a member holds them, but this node's own disk could not write them (%s). Nothing is lost; free space on this node:\n",
+			waited, m.Index, m.Op, what, m.Size, m.Local)
+	} else {
+		fmt.Fprintf(w, "the apply has waited %s at log index %d (%s) for the bytes of %s (%d bytes), which no member it asked gave:\n",
+			waited, m.Index, m.Op, what, m.Size)
+	}
 	for _, a := range m.Asked {
 		fmt.Fprintf(w, "  %s (%s): %s\n", a.ID, a.Address, a.Answer)
 	}

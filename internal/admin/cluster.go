@@ -84,6 +84,10 @@ type ClusterMissing struct {
 	WaitedSeconds float64   `json:"waited_seconds"`
 	// Asked is every other member asked in the last round, and its answer.
 	Asked []ClusterAsked `json:"asked"`
+	// Local, if not "", is this node's own disk failing to write the
+	// bytes a member gave (full, or an I/O error): nothing is lost, and
+	// declare-lost refuses.
+	Local string `json:"local,omitempty"`
 }
 
 // ClusterAsked is one member's answer to a fetch of missing bytes.
@@ -111,9 +115,11 @@ type ClusterLost struct {
 
 // DeclareLost has the group's leader declare lost the bytes m names,
 // which its own apply waits for (it refuses with 409 otherwise).
-func (c *Client) DeclareLost(ctx context.Context, m ClusterMissing) (ClusterLost, error) {
+// Members named in gone are gone for good: the leader does not wait for
+// their answer (it refuses while any other member may hold the bytes).
+func (c *Client) DeclareLost(ctx context.Context, m ClusterMissing, gone ...string) (ClusterLost, error) {
 	var out ClusterLost
-	in := map[string]any{"index": m.Index, "bucket": m.Bucket, "key": m.Key, "version": m.Version}
+	in := map[string]any{"index": m.Index, "bucket": m.Bucket, "key": m.Key, "version": m.Version, "gone": gone}
 	err := c.do(ctx, http.MethodPost, "/admin/v1/cluster/lost", in, &out)
 	return out, err
 }

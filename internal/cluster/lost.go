@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -64,8 +65,14 @@ import (
 //     at or below Raft's commit index (so committed, and it will be
 //     applied here next to i).
 //   - The leader proposes a declaration only for the command its own
-//     apply waits at, after asking every other member at least once, and
-//     only for the object the operator was shown (proposeLost).
+//     apply waits at, only for the object the operator was shown, and
+//     only once every other member has answered, asked again at that
+//     moment, that it lacks the bytes (proposeLost): one that holds them
+//     is left to give them (the fetch keeps asking); one that does not
+//     answer may hold them, so it must be named by the operator as gone
+//     for good. A wait that is this node's own disk failing to write
+//     bytes a peer gave (localFault) is never declarable: the bytes
+//     exist.
 //   - Between i and j the record is hollow on the nodes that lacked the
 //     bytes, and no node serves it: a leader whose apply saw the
 //     declaration while it waited serves only once it has applied it
@@ -93,6 +100,18 @@ type missing struct {
 type peerAnswer struct {
 	Address string
 	Err     error
+}
+
+// localFault returns the fault of this node's disk that kept it from
+// writing bytes a peer gave, in the last round, or nil.
+func (m *missing) localFault() *localFault {
+	for _, a := range m.asked {
+		var lf *localFault
+		if errors.As(a.Err, &lf) {
+			return lf
+		}
+	}
+	return nil
 }
 
 // lostBytes is a declaration's payload: the command at Index, whose bytes
@@ -344,6 +363,9 @@ func (n *Node) missingView(m *missing) *admin.ClusterMissing {
 		}
 		v.Asked = append(v.Asked, admin.ClusterAsked{ID: ids[a.Address], Address: a.Address, Answer: answer})
 	}
+	if lf := m.localFault(); lf != nil {
+		v.Local = lf.err.Error()
+	}
 	return v
 }
 
@@ -356,6 +378,9 @@ type lostRequest struct {
 	Key     string `json:"key"`
 	Version uint64 `json:"version"`
 	Actor   string `json:"actor,omitempty"`
+	// Gone names members the operator knows are gone for good: the
+	// declaration does not wait for their answer.
+	Gone []string `json:"gone,omitempty"`
 }
 
 // declareLost runs a declaration here when this node is Raft's leader
@@ -413,6 +438,13 @@ func (n *Node) proposeLost(req lostRequest) (admin.ClusterLost, error) {
 		return admin.ClusterLost{}, errRefused{fmt.Sprintf("leader %s waits for the bytes of log index %d (%s/%s version %016x), not those of index %d (%s/%s version %016x): look again (b3 admin cluster status)",
 			n.cfg.ID, m.ref.Index, m.ref.Bucket, m.ref.Key, m.ref.Version, req.Index, req.Bucket, req.Key, req.Version)}
 	}
+	if lf := m.localFault(); lf != nil {
+		return admin.ClusterLost{}, errRefused{fmt.Sprintf("leader %s waits for bytes a member holds: its own disk could not write them (%v). Nothing is lost: free space on %s (or replace its disk); it steps down meanwhile",
+			n.cfg.ID, lf.err, n.cfg.ID)}
+	}
+	if err := n.othersLack(m.ref, req.Gone); err != nil {
+		return admin.ClusterLost{}, err
+	}
 	l := &lostBytes{Index: m.ref.Index, Op: m.op, Bucket: m.ref.Bucket, Key: m.ref.Key, Version: m.ref.Version,
 		UploadID: m.ref.UploadID, Part: m.ref.Part, Actor: req.Actor}
 	n.log.Warn("declaring object bytes lost", "lost_index", l.Index, "op", string(l.Op), "bucket", l.Bucket, "key", l.Key,
@@ -444,12 +476,61 @@ func (n *Node) proposeLost(req lostRequest) (admin.ClusterLost, error) {
 	}
 }
 
+// othersLack asks every other member, now, whether it holds the bytes of
+// ref, and returns nil only if each answered that it lacks them (or is
+// named in gone): errRefused names a member that holds them, or one that
+// did not answer and may.
+func (n *Node) othersLack(ref bytesRef, gone []string) error {
+	ctx, cancel := context.WithTimeout(n.closing, 5*time.Second)
+	defer cancel()
+	for _, p := range n.members() {
+		if p.ID == n.cfg.ID {
+			continue
+		}
+		holds, err := n.peerHolds(ctx, p.Address, ref)
+		switch {
+		case err != nil && slices.Contains(gone, p.ID):
+			continue
+		case err != nil:
+			return errRefused{fmt.Sprintf("member %s did not answer whether it holds the bytes (%v): it may. Bring it back, and its copy is used; if it is gone for good, say so: --gone %s", p.ID, err, p.ID)}
+		case holds:
+			return errRefused{fmt.Sprintf("member %s holds the bytes: nothing is lost, the group takes them from it (b3 admin cluster status shows why it has not yet)", p.ID)}
+		}
+	}
+	return nil
+}
+
+// peerHolds asks peer whether it holds the bytes of ref (a HEAD of the
+// fetch: 200 holds; 404 not yet, or hollow; 410 gone, superseded).
+func (n *Node) peerHolds(ctx context.Context, peer string, ref bytesRef) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, "http://"+peer+"/_b3/v1/bytes?"+refQuery(ref).Encode(), nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := n.peerClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true, nil
+	case http.StatusNotFound, http.StatusGone:
+		return false, nil
+	}
+	return false, fmt.Errorf("%s", resp.Status)
+}
+
 // notServing is why a node that is Raft's leader does not serve yet:
 // its apply waits for bytes no member gave ("" if it does not).
 func (n *Node) notServing() string {
 	m := n.fsm.waiting.Load()
 	if m == nil || time.Since(m.since) < pushWait {
 		return ""
+	}
+	if lf := m.localFault(); lf != nil {
+		return fmt.Sprintf("this node cannot write the bytes of %s/%s (log index %d), which a member holds: %v; it hands leadership over",
+			m.ref.Bucket, m.ref.Key, m.ref.Index, lf.err)
 	}
 	return fmt.Sprintf("the replica group waits for the bytes of %s/%s (log index %d), which no member holds (b3 admin cluster status)",
 		m.ref.Bucket, m.ref.Key, m.ref.Index)

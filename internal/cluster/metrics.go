@@ -35,12 +35,14 @@ var (
 		"When the certificate this node presents on its cluster port (--cluster-tls-cert, as last loaded) expires, in Unix seconds; only with cluster TLS.", nil, nil)
 	descBlocked = prometheus.NewDesc("b3_cluster_apply_blocked_seconds",
 		"How long this node's state machine has waited at one command for object bytes that no member it asked gave (0: it does not wait); on the leader the group serves nothing meanwhile (b3 admin cluster status, declare-lost).", nil, nil)
+	descLocalFault = prometheus.NewDesc("b3_cluster_local_fault",
+		"1 while this node's own disk (full, or failing) keeps its state machine from applying bytes a member holds: it does not stand for election and hands leadership over until it recovers.", nil, nil)
 	descBlockedIndex = prometheus.NewDesc("b3_cluster_apply_blocked_index",
 		"Log index of the command whose bytes this node's state machine waits for (0: none).", nil, nil)
 )
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore, descPrefetch, descLagBytes, descLagSeconds, descTLSExpiry, descBlocked, descBlockedIndex} {
+	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore, descPrefetch, descLagBytes, descLagSeconds, descTLSExpiry, descBlocked, descBlockedIndex, descLocalFault} {
 		ch <- d
 	}
 }
@@ -57,6 +59,11 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
 	gauge(descLeader, leader)
+	fault := 0.0
+	if n.faulty.Load() {
+		fault = 1
+	}
+	gauge(descLocalFault, fault)
 	gauge(descTerm, float64(info.Term))
 	gauge(descApplied, float64(info.AppliedIndex))
 	gauge(descLast, float64(info.LastLogIndex))

@@ -133,6 +133,13 @@ type Config struct {
 	// DirectIO writes segments with O_DIRECT where the file system allows
 	// it, as b3 server does (--direct-io).
 	DirectIO bool
+	// MinFreeBytes is the free-space reserve of this node's disks, as on
+	// b3 server (--min-free-space): writes this node would make into it
+	// are refused — a client's PUT on the leader with 507, a push to a
+	// follower with 507 (the leader counts that follower absent), bytes
+	// an apply fetches are retried until space is freed — so the disk
+	// never fills under a write and the segment store never fails.
+	MinFreeBytes int64
 
 	Limits iolimit.Limits
 	// Pace sets how background work (vacuum, catch-up fetches) yields to
@@ -286,6 +293,12 @@ type Node struct {
 	// by other members (forward.go); nil until the admin API is set up,
 	// and on a node without one.
 	adminLeader atomic.Pointer[http.Handler]
+	// faulty: this node's disk keeps its apply from moving
+	// (localfault.go): it abstains from elections and is not ready.
+	faulty atomic.Bool
+	// lastHandOver is when this node last handed leadership over because
+	// its disk was full (unix ns; localfault.go).
+	lastHandOver atomic.Int64
 
 	// readyTerm is the term in which this node led and applied everything
 	// committed before it (a barrier); 0 when not leading. Ids allocated
@@ -389,6 +402,7 @@ func open(cfg Config) (_ *Node, err error) {
 	n.store, err = objstore.Open(objstore.Options{
 		MetaDir: metaDir, DataDir: dataDir, Sync: cfg.Sync, DirectIO: cfg.DirectIO, SegmentSize: cfg.SegmentSize,
 		Logger: cfg.Logger, Limiter: n.limiter, VacuumThreshold: cfg.VacuumThreshold, LifecycleDay: cfg.LifecycleDay,
+		MinFreeBytes: cfg.MinFreeBytes,
 	})
 	if err != nil {
 		return nil, err

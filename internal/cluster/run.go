@@ -124,7 +124,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if n.cfg.VacuumInterval > 0 { // the configured one, or a runtime override
 		n.store.StartVacuum(n.cfg.VacuumInterval)
 	}
-	n.wg.Add(7)
+	n.wg.Add(8)
+	go n.watchLocalFaults()
 	go func() {
 		defer n.wg.Done()
 		n.fsm.fill.run(n.closing)
@@ -457,7 +458,7 @@ func (n *Node) adminHandler() (http.Handler, *admin.Server, error) {
 		return nil, nil, errors.New("--admin-address needs an admin token (B3_ADMIN_TOKEN)")
 	}
 	inner, err := admin.New(admin.Config{Store: n.store, Writes: n.backend, Limiter: n.limiter, Users: nodeUsers{n}, Token: token, Logger: n.log, Registry: n.registry,
-		Ready: func() bool { _, id := n.raft.LeaderWithID(); return id != "" }, Context: n.closing,
+		Ready: func() bool { _, id := n.raft.LeaderWithID(); return id != "" && !n.faulty.Load() }, Context: n.closing,
 		Overrides: n.overrides, Configured: n.configured})
 	if err != nil {
 		return nil, nil, err

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/b3-storage/b3/internal/iolimit"
@@ -281,7 +282,13 @@ func (n *Node) handleStage(w http.ResponseWriter, r *http.Request) {
 	n.stages.finish(ref.Stage, e, st, err)
 	if err != nil {
 		n.log.Warn("stage pushed bytes", "stage", ref.Stage, "err", err)
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		code := http.StatusInternalServerError
+		if errors.Is(err, objstore.ErrStorageFull) {
+			// Within the reserve: the leader counts this node absent for
+			// this write, and this node fetches the bytes once it has room.
+			code = http.StatusInsufficientStorage
+		}
+		http.Error(w, err.Error(), code)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
@@ -355,6 +362,18 @@ var errGone = errors.New("cluster: bytes superseded")
 // without the bytes (restored hollow, or declared lost and not yet removed).
 var errNotYet = errors.New("does not hold them (not yet)")
 
+// localFault is a failure of this node's own disk while it wrote bytes a
+// peer gave (full: within the reserve; or an I/O error). It says nothing
+// of the peer except that it holds the bytes: it is never reported, or
+// counted, as the peer's answer.
+type localFault struct{ err error }
+
+func (e *localFault) Error() string {
+	return "it holds them; this node could not write them: " + e.err.Error()
+}
+
+func (e *localFault) Unwrap() error { return e.err }
+
 // fetch gets the bytes of ref from a peer into this node's segments,
 // asking the leader first, then the others, until one has them, one says
 // they are gone, or ctx ends. It runs inside the log's apply, so it keeps
@@ -377,6 +396,12 @@ func (n *Node) fetchWatched(ctx context.Context, ref bytesRef, missed func([]pee
 			answers = append(answers, peerAnswer{Address: peer, Err: err})
 			if attempt%20 == 0 {
 				n.log.Info("fetch missed bytes", "peer", peer, "stage", ref.Stage, "bucket", ref.Bucket, "key", ref.Key, "err", err)
+			}
+			var local *localFault
+			if errors.As(err, &local) {
+				// The bytes are there; this disk is what fails. Another
+				// peer's copy would land no better: wait, and retry.
+				break
 			}
 		}
 		if missed != nil && ctx.Err() == nil {
@@ -424,6 +449,9 @@ func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef, e *stag
 	}
 	st, err := n.store.Stage(bg, ref.Bucket, ref.Key, ref.Version, body)
 	if err != nil {
+		if ctx.Err() == nil && isLocalFault(err) {
+			return nil, fmt.Errorf("peer %s: %w", peer, &localFault{err})
+		}
 		return nil, err
 	}
 	if resp.ContentLength >= 0 && st.Size != resp.ContentLength {
@@ -512,4 +540,19 @@ func (t *tracker) closeAndWait() {
 	idle := t.idle
 	t.mu.Unlock()
 	<-idle
+}
+
+// isLocalFault reports whether err is this node's disk failing it — full
+// (the reserve, or the file system itself), read-only, or an I/O error —
+// rather than an outcome every replica reaches alike or a peer's doing.
+func isLocalFault(err error) bool {
+	if errors.Is(err, objstore.ErrStorageFull) {
+		return true
+	}
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EIO, syscall.EROFS} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
 }

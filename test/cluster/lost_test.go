@@ -24,7 +24,8 @@ import (
 // directory moved away). The group elects a leader that cannot apply the
 // first committed PUT: every request gets 503 SlowDown saying why, and
 // cluster status, its JSON and the metrics name the command, the object
-// and the members asked. declare-lost refuses without a "yes", then
+// and the members asked. declare-lost refuses without a "yes", and while
+// the dead leader, which may hold the bytes, is not named gone; then it
 // declares the bytes lost through a follower (forwarded to the leader),
 // both writes in turn; the group serves again: the lost objects answer
 // 404 NoSuchKey through every node and are not listed, every other object
@@ -123,9 +124,18 @@ func TestClusterDeclareLost(t *testing.T) {
 	if member(t, c, leader).MissingBytes == nil {
 		t.Fatal("the leader waits for nothing after a declaration refused")
 	}
+	// The dead leader does not answer, and it may hold the bytes: the
+	// leader refuses until the operator names it gone for good.
+	gone := c.Nodes[old].ID
+	if out, err := c.AdminCLIInput(ctx, other, "yes\n", "cluster", "declare-lost"); err == nil || !strings.Contains(err.Error(), "--gone "+gone) {
+		t.Fatalf("declare-lost with %s unreachable and not named gone: %v\n%s", gone, err, out)
+	}
+	if member(t, c, leader).MissingBytes == nil {
+		t.Fatal("the leader waits for nothing after a declaration refused")
+	}
 	// Both lost writes, one after the other: the command watches for the
 	// next one once it declared the first, and asks again.
-	out, err = c.AdminCLIInput(ctx, other, "yes\nyes\n", "cluster", "declare-lost")
+	out, err = c.AdminCLIInput(ctx, other, "yes\nyes\n", "cluster", "declare-lost", "--gone", gone)
 	if err != nil || strings.Count(string(out), "declared lost at log index") != 2 || !strings.Contains(string(out), bucket+"/gone2 version") {
 		t.Fatalf("declare-lost: %v\n%s", err, out)
 	}

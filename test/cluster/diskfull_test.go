@@ -1,0 +1,146 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/b3-storage/b3/internal/testutil"
+)
+
+// mountTmpfs mounts a tmpfs of size bytes at dir (made if missing) for
+// the test; at its end the cluster's processes are killed, then the file
+// system is unmounted.
+func mountTmpfs(t *testing.T, c *testutil.Cluster, dir string, size int64) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0700", size), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount a tmpfs for the full disk (the test needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		for i := range c.Nodes {
+			if c.Running(i) {
+				c.Kill(i)
+			}
+		}
+		_ = exec.Command("umount", "-l", dir).Run()
+	})
+}
+
+// TestClusterDiskFull: one member's data sits on a 320 MiB file system, 235 MiB of it
+// taken by another file,
+// (tmpfs) that 80 PUTs of 1 MiB overfill, while the two others have room.
+// Every PUT is acknowledged (the SDK retries 503s, nothing else); the
+// full member refuses pushes within its reserve, its apply waits on its
+// own disk — which it reports as such, never as bytes no member holds —
+// and it stops standing for election; declare-lost refuses; every object
+// reads back whole through every node. Once an operator frees space on
+// its disk, the member catches up without a restart.
+func TestClusterDiskFull(t *testing.T) {
+	const full = 2 // the member whose disk fills
+	var disk string
+	c := testutil.StartCluster(t, testutil.ClusterOptions{
+		Args: []string{"--min-free-space", "12MiB", "--segment-size", "4MiB"},
+		BeforeStart: func(c *testutil.Cluster) {
+			disk = filepath.Join(filepath.Dir(c.Nodes[full].Data), "small-disk")
+			mountTmpfs(t, c, disk, 320<<20)
+			c.Nodes[full].Data = filepath.Join(disk, "data")
+			// What the operator removes to free space.
+			if err := os.WriteFile(filepath.Join(disk, "ballast"), make([]byte, 235<<20), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	// Clients retry as the SDK does by default (3 attempts, backoff).
+	var cl []*s3.Client
+	for _, raw := range clients(c) {
+		cl = append(cl, s3.New(raw.Options(), func(o *s3.Options) { o.Retryer = retry.NewStandard() }))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const bucket = "full"
+	if err := createBucket(ctx, cl[0], bucket); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for i := range 80 {
+		key := fmt.Sprintf("big-%04d", i)
+		body := randomBytes(uint64(100+i), 1<<20)
+		// Through each node in turn, the full one included.
+		if _, err := cl[i%3].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatalf("PUT %s through %s (the SDK retried what it may): %v", key, c.Nodes[i%3].ID, err)
+		}
+		want[key] = body
+	}
+
+	// The full member waits on its own disk, and says so.
+	waitFor(ctx, t, "the full member to report its own disk", func() bool {
+		m := member(t, c, full).MissingBytes
+		return m != nil && m.Local != "" && mustMetric(t, c, full, "b3_cluster_local_fault") == 1
+	})
+	out, err := c.AdminCLI(ctx, full, "cluster", "status")
+	if err != nil || !strings.Contains(string(out), "Nothing is lost") || strings.Contains(string(out), "no member it asked gave") {
+		t.Errorf("cluster status with a full member: %v\n%s", err, out)
+	}
+	t.Logf("b3 admin cluster status with a full member:\n%s", out)
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leader == full {
+		t.Errorf("the full member leads")
+	}
+	// Nothing to declare: the leader waits for nothing, and no member
+	// lacks what another holds.
+	for i := range c.Nodes {
+		if out, err := c.AdminCLI(ctx, i, "cluster", "declare-lost", "--yes"); err == nil {
+			t.Errorf("declare-lost through %s was accepted:\n%s", c.Nodes[i].ID, out)
+		}
+	}
+	// Every acknowledged object, through every node.
+	for i := range c.Nodes {
+		for key, body := range want {
+			got, err := getObject(ctx, cl[i], bucket, key)
+			if err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("GET %s through %s: %d bytes, %v", key, c.Nodes[i].ID, len(got), err)
+			}
+		}
+	}
+	// The leader steps down: the full member does not take over.
+	c.Kill(leader)
+	if err := c.Start(leader); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.Leader(ctx); err != nil || l == full {
+		t.Fatalf("after the leader's restart: leader %d (%v); the full member must not lead", l, err)
+	}
+
+	// An operator frees space: the member catches up, no restart.
+	if err := os.Remove(filepath.Join(disk, "ballast")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "the member to recover", func() bool {
+		return member(t, c, full).MissingBytes == nil && mustMetric(t, c, full, "b3_cluster_local_fault") == 0
+	})
+	if _, err := cl[full].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("after"), Body: bytes.NewReader(randomBytes(7, 1<<20))}); err != nil {
+		t.Fatalf("PUT after the space was freed: %v", err)
+	}
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

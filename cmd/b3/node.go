@@ -197,6 +197,9 @@ func printClusterStatus(w io.Writer, st admin.ClusterStatus) {
 	}
 	_ = tw.Flush()
 	for _, m := range st.Members {
+		if m.ApplyHalted != "" {
+			fmt.Fprintf(w, "\n%s: its apply halted at %s: its own disk failed it; it retries until the disk takes the command (free space, or replace the disk), and does not stand for election meanwhile\n", m.ID, m.ApplyHalted)
+		}
 		if m.MissingBytes == nil {
 			continue
 		}

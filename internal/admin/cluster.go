@@ -66,6 +66,13 @@ type ClusterMember struct {
 	// it waits for none). On the leader, the group serves nothing
 	// meanwhile; b3 admin cluster declare-lost is the way on.
 	MissingBytes *ClusterMissing `json:"missing_bytes,omitempty"`
+	// ApplyHalted, if not "", says at which command the member's apply
+	// halted because its own disk failed it (full, read-only, I/O error),
+	// and why: it retries until the disk takes the command.
+	ApplyHalted string `json:"apply_halted,omitempty"`
+	// LocalFault: the member's own disk keeps its apply from moving; it
+	// does not stand for election until it recovers.
+	LocalFault bool `json:"local_fault,omitempty"`
 }
 
 // ClusterMissing is what a member's apply waits for.

@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"bytes"
+	"crypto/md5"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
@@ -188,14 +191,53 @@ type bytesRef struct {
 	UploadID string // with Part: a part's bytes
 	Part     int
 	Index    uint64 // the command's log position
+	// want is what the bytes must be, when the command says (nil: it
+	// does not); not sent to peers: the receiver checks.
+	want *bodyCheck
 }
 
 func (c *command) bytesRef(index uint64) (bytesRef, bool) {
 	switch {
 	case c.Op == opPutObject && c.Stage != 0:
-		return bytesRef{Stage: c.Stage, Bucket: c.Object.Bucket, Key: c.Object.Key, Version: c.Object.Version, Index: index}, true
+		return bytesRef{Stage: c.Stage, Bucket: c.Object.Bucket, Key: c.Object.Key, Version: c.Object.Version, Index: index,
+			want: wantBody(c.Object.Size, c.Object.ETag)}, true
 	case c.Op == opPutPart && c.Stage != 0:
-		return bytesRef{Stage: c.Stage, Bucket: c.Name, Key: c.Key, Version: c.Version, UploadID: c.Part.UploadID, Part: c.Part.Number, Index: index}, true
+		return bytesRef{Stage: c.Stage, Bucket: c.Name, Key: c.Key, Version: c.Version, UploadID: c.Part.UploadID, Part: c.Part.Number, Index: index,
+			want: wantBody(c.Part.Size, c.Part.ETag)}, true
 	}
 	return bytesRef{}, false
+}
+
+// bodyCheck is what a body must be: its size, and its MD5 sum where the
+// record's ETag is one (a PUT's, a part's, a copy's: b3 computes them
+// over the body it stores; a multipart object's is not).
+type bodyCheck struct {
+	size int64
+	md5  []byte // nil: not an MD5 sum
+}
+
+func wantBody(size int64, etag string) *bodyCheck {
+	w := &bodyCheck{size: size}
+	if sum, err := hex.DecodeString(strings.Trim(etag, `"`)); err == nil && len(sum) == md5.Size {
+		w.md5 = sum
+	}
+	return w
+}
+
+// errBadBody: bytes a peer gave are not those the command names (another
+// version's, or corrupted on the way or on its disk).
+var errBadBody = errors.New("its bytes are not those the command names")
+
+// verify checks a body of size bytes whose MD5 sum is sum (nil: not
+// computed) against w.
+func (w *bodyCheck) verify(size int64, sum []byte) error {
+	switch {
+	case w == nil:
+		return nil
+	case size != w.size:
+		return fmt.Errorf("%w: %d bytes, want %d", errBadBody, size, w.size)
+	case w.md5 != nil && sum != nil && !bytes.Equal(sum, w.md5):
+		return fmt.Errorf("%w: MD5 %x, want %x", errBadBody, sum, w.md5)
+	}
+	return nil
 }

@@ -58,6 +58,9 @@ type fsm struct {
 	// lostUntil is the index of the latest declaration whose record this
 	// node installed hollow: it serves only once it applied past it.
 	lostUntil atomic.Uint64
+	// halted is the command the apply has halted at on a fault of this
+	// node's disk (nil: none; applyHalting).
+	halted atomic.Pointer[halt]
 }
 
 // applyResult is what Apply returns to the proposer (on the leader).
@@ -110,12 +113,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 			continue
 		}
 		flush()
-		if res, ok := f.applyVersioned(c, l.Index); ok {
-			out[i] = res
-		} else {
-			obj, err := f.apply(c, l.Index)
-			out[i] = applyResult{obj: obj, err: err}
-		}
+		out[i] = f.applyHalting(c, l.Index)
 		f.noteApplied(l.Index)
 	}
 	flush()
@@ -163,10 +161,56 @@ func (f *fsm) applyGroup(logs []*raft.Log, group []int, cmds []*command, out []a
 		}
 	}
 	for j, i := range group {
-		obj, err := f.apply(cmds[j], logs[i].Index)
-		out[i] = applyResult{obj: obj, err: err}
+		out[i] = f.applyHalting(cmds[j], logs[i].Index)
 		f.noteApplied(logs[i].Index)
 	}
+}
+
+// applyHalting applies c. An error of this node's own disk (isLocalFault:
+// full, read-only, I/O) is no outcome of the command — the other
+// replicas installed it — so the apply does not go past it: it halts
+// here, says so (the log, fsm.halted: cluster status, the readiness
+// check, b3_cluster_local_fault through watchLocalFaults), and tries
+// again until it succeeds or the node stops. A store change commits with
+// its index or not at all, so a failed try leaves nothing behind.
+// Any other error is the command's outcome, the same on every replica.
+func (f *fsm) applyHalting(c *command, index uint64) applyResult {
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		res, ok := f.applyVersioned(c, index)
+		if !ok {
+			obj, err := f.apply(c, index)
+			res = applyResult{obj: obj, err: err}
+		}
+		if res.err == nil || !isLocalFault(res.err) || f.node == nil {
+			if attempt > 0 {
+				f.halted.Store(nil)
+				f.log.Info("the apply goes on: this node's disk took the command", "index", index, "op", string(c.Op), "tries", attempt+1)
+			}
+			return res
+		}
+		if attempt == 0 {
+			f.halted.Store(&halt{index: index, op: c.Op, err: res.err, since: time.Now()})
+		}
+		if attempt%50 == 0 {
+			f.log.Error("the apply halts: this node's disk failed a command the group committed; retrying (free space, or replace the disk)",
+				"index", index, "op", string(c.Op), "err", res.err, "tries", attempt+1)
+		}
+		select {
+		case <-f.node.closing.Done():
+			return res // not applied: the store's stamp is below index, and a restart applies it again
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// halt is a command this node's apply has halted at (applyHalting).
+type halt struct {
+	index uint64
+	op    op
+	err   error
+	since time.Time
 }
 
 func (f *fsm) noteApplied(index uint64) {
@@ -284,7 +328,14 @@ func (f *fsm) complete(c *command, index uint64) (*meta.Object, error) {
 // that removes it apply to the same state everywhere.
 func (f *fsm) bytes(c *command, ref bytesRef) (*objstore.Staged, error) {
 	if st := f.node.stages.take(f.node.closing, ref.Stage, pushWait); st != nil {
-		return st, nil
+		// Pushed by the leader as it wrote them: their size is checked
+		// here (fetched bytes are checked in full, fetchFrom).
+		err := ref.want.verify(st.Size, nil)
+		if err == nil {
+			return st, nil
+		}
+		st.Discard()
+		f.log.Warn("refused pushed bytes; fetching them", "index", ref.Index, "bucket", ref.Bucket, "key", ref.Key, "err", err)
 	}
 	if st := f.node.stages.takeFound(f.node.closing, c, ref); st != nil {
 		return st, nil

@@ -47,6 +47,9 @@ const (
 // localFaultAt returns the log index at which this node's apply has
 // waited at least faultGrace on its own disk, or 0.
 func (n *Node) localFaultAt() uint64 {
+	if h := n.fsm.halted.Load(); h != nil && time.Since(h.since) >= faultGrace {
+		return h.index
+	}
 	m := n.fsm.waiting.Load()
 	if m != nil && m.localFault() != nil && time.Since(m.since) >= faultGrace {
 		return m.ref.Index
@@ -58,6 +61,9 @@ func (n *Node) localFaultAt() uint64 {
 // round may have failed otherwise: free space comes and goes around the
 // reserve, and the fault ends only once the apply moves past it).
 func (n *Node) stillWaitsAt(index uint64) bool {
+	if h := n.fsm.halted.Load(); h != nil && h.index == index {
+		return true
+	}
 	m := n.fsm.waiting.Load()
 	return m != nil && m.ref.Index == index
 }
@@ -90,7 +96,7 @@ func (n *Node) watchLocalFaults() {
 			if fault {
 				rc.HeartbeatTimeout, rc.ElectionTimeout = abstainTimeout, abstainTimeout
 				n.log.Error("this node's disk keeps its apply from moving (b3 admin cluster status): it does not stand for election, and hands leadership over, until it recovers",
-					"reason", n.fsm.waiting.Load().localFault().err)
+					"index", faultIndex)
 			} else {
 				n.log.Info("this node's apply moves again: it stands for election again")
 			}

@@ -350,6 +350,10 @@ func (n *Node) info() admin.ClusterMember {
 		SnapshotsRestored: n.fsm.restored.Load(),
 		FillPending:       n.fsm.fill.pending.Load(),
 		MissingBytes:      n.missingView(n.fsm.waiting.Load()),
+		LocalFault:        n.faulty.Load(),
+	}
+	if h := n.fsm.halted.Load(); h != nil {
+		m.ApplyHalted = fmt.Sprintf("log index %d (%s), for %s: %v", h.index, h.op, time.Since(h.since).Round(time.Second), h.err)
 	}
 	m.FirstLogIndex, _ = n.entries.FirstIndex()
 	m.ClusterID = n.clusterID()

@@ -3,8 +3,10 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"net/url"
@@ -444,6 +446,11 @@ func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef, e *stag
 	}
 	bg := iolimit.WithPriority(ctx, prio)
 	var body io.Reader = resp.Body
+	var sum hash.Hash
+	if ref.want != nil && ref.want.md5 != nil {
+		sum = md5.New()
+		body = io.TeeReader(body, sum)
+	}
 	if e != nil {
 		body = countingReader{body, e}
 	}
@@ -457,6 +464,18 @@ func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef, e *stag
 	if resp.ContentLength >= 0 && st.Size != resp.ContentLength {
 		st.Discard()
 		return nil, fmt.Errorf("peer %s: %d bytes of %d", peer, st.Size, resp.ContentLength)
+	}
+	// A record never references bytes other than its command's: a peer
+	// that serves another version's, or corrupted ones, is refused, and
+	// the fetch asks the next.
+	var got []byte
+	if sum != nil {
+		got = sum.Sum(nil)
+	}
+	if err := ref.want.verify(st.Size, got); err != nil {
+		st.Discard()
+		n.log.Warn("refused bytes a peer gave", "peer", peer, "bucket", ref.Bucket, "key", ref.Key, "version", ref.Version, "index", ref.Index, "err", err)
+		return nil, fmt.Errorf("peer %s: %w", peer, err)
 	}
 	return st, nil
 }

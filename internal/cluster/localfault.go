@@ -118,7 +118,7 @@ func (n *Node) watchLocalFaults() {
 			if fullSince.IsZero() {
 				fullSince = time.Now()
 			}
-			if time.Since(fullSince) >= faultGrace && n.mayHandOverFull() {
+			if time.Since(fullSince) >= faultGrace && n.mayHandOver() {
 				n.handOver("this node's disk is within its free-space reserve (--min-free-space)")
 			}
 		default:
@@ -132,10 +132,10 @@ func (n *Node) watchLocalFaults() {
 // for reads and for the deletes that free space.
 const fullHandOver = 30 * time.Second
 
-// mayHandOverFull reports whether this full leader may hand leadership
-// over now (it has a voter to hand it to, and has not done so within
+// mayHandOver reports whether this full or failing leader may hand
+// leadership over now (it has a voter to hand it to, and has not done so within
 // fullHandOver), and if so counts it as done.
-func (n *Node) mayHandOverFull() bool {
+func (n *Node) mayHandOver() bool {
 	if len(n.followers()) == 0 {
 		return false
 	}
@@ -150,6 +150,28 @@ func (n *Node) mayHandOverFull() bool {
 var errFullHandOver = &s3api.APIError{Code: "SlowDown", Status: 503,
 	Message: "This node's disk is within its free-space reserve; leadership moves to a member with room. Retry."}
 
+// errFailingHandOver answers a write whose bytes this leader's disk
+// failed to take (an I/O error, a read-only or full file system), while
+// it hands leadership over.
+var errFailingHandOver = &s3api.APIError{Code: "SlowDown", Status: 503,
+	Message: "This node's disk failed the write; leadership moves to a healthy member. Retry."}
+
+// ownDiskFailed is what a client's write gets when staging its bytes
+// here failed with err: a fault of this leader's own disk hands
+// leadership over (at most every fullHandOver) and asks the client to
+// retry; anything else is err.
+func (n *Node) ownDiskFailed(err error) error {
+	if !isLocalFault(err) || !n.mayHandOver() {
+		return err
+	}
+	n.log.Error("this leader's disk failed a client's write", "err", err)
+	go n.handOver("this node's disk failed a client's write")
+	if errors.Is(err, objstore.ErrStorageFull) {
+		return errFullHandOver
+	}
+	return errFailingHandOver
+}
+
 // Reserve takes size bytes of this node's free-space reserve for a
 // client's write (objstore). A leader within the reserve answers the
 // first such write with errFullHandOver and hands leadership over; while
@@ -157,7 +179,7 @@ var errFullHandOver = &s3api.APIError{Code: "SlowDown", Status: 503,
 // to, writes get 507 InsufficientStorage, as on b3 server.
 func (s *Store) Reserve(size int64) (release func(), err error) {
 	release, err = s.Store.Reserve(size)
-	if errors.Is(err, objstore.ErrStorageFull) && s.node.mayHandOverFull() {
+	if errors.Is(err, objstore.ErrStorageFull) && s.node.mayHandOver() {
 		go s.node.handOver("a write found this node's disk within its free-space reserve (--min-free-space)")
 		return nil, errFullHandOver
 	}

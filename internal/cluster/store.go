@@ -92,7 +92,7 @@ func (s *Store) stageAndPush(ctx context.Context, bucket, key string, version ui
 		}
 	}
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, n.ownDiskFailed(err)
 	}
 	e := n.stages.begin(stage)
 	if e == nil { // ids are unique: cannot happen

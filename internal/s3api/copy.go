@@ -51,6 +51,11 @@ func copySource(h http.Header) (bucket, key, versionID string, err error) {
 	return bucket, key, versionID, nil
 }
 
+// copySourceAccess is what reading a copy source asks of the caller: what
+// GetObject of it would, so a source version needs s3:GetObjectVersion and
+// that version's READ grant.
+func copySourceAccess(versionID string) access { return objectAccess(&opGetObject, versionID) }
+
 // openCopySource authorizes a read of the source, evaluates the
 // x-amz-copy-source-if-* conditions and opens the bytes rng selects.
 func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int64, error)) (*meta.Object, io.ReadCloser, error) {
@@ -62,7 +67,7 @@ func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int6
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := s.decide(rq, src, access{action: "s3:GetObject", acl: aclObjectRead, perm: permRead}, key); err != nil {
+	if err := s.decide(rq, src, copySourceAccess(versionID), key); err != nil {
 		return nil, nil, err
 	}
 	conds := readCopyConditions(rq.Header)

@@ -76,10 +76,8 @@ func (s *Server) deleteObjects(rq *request) error {
 		default:
 			// Each key is authorized on its own, as a policy may allow
 			// deletes under some prefixes only.
-			need := operationAccess(rq.op)
-			if o.VersionID != "" {
-				need.action = "s3:DeleteObjectVersion"
-			}
+			// DeleteObject decides the same way (objectAccess).
+			need := objectAccess(rq.op, o.VersionID)
 			var done objstore.DeleteResult
 			if _, _, err := objstore.ParseVersionID(o.VersionID); o.VersionID != "" && err != nil {
 				failure = errNoSuchVersion

@@ -188,10 +188,17 @@ func TestVersionACLsAreTheVersions(t *testing.T) {
 	wantCode(t, err, "AccessDenied")
 	_, err = o.CopyObject(ctx, &s3.CopyObjectInput{Bucket: b, Key: aws.String("stolen"), CopySource: aws.String("shared/k?versionId=" + url.QueryEscape(old))})
 	wantCode(t, err, "AccessDenied")
-	_, err = o.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: b, Key: aws.String("stolen"), UploadId: aws.String("00000000000000010000000000000000"),
+	up, err := o.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String("stolen")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: b, Key: aws.String("stolen"), UploadId: up.UploadId,
 		PartNumber: aws.Int32(1), CopySource: aws.String("shared/k?versionId=" + url.QueryEscape(old))})
-	if code := errorCode(err); code != "AccessDenied" && code != "NoSuchUpload" {
-		t.Errorf("UploadPartCopy from root's version: %q", code)
+	wantCode(t, err, "AccessDenied")
+	// Their own version is theirs to copy.
+	if _, err := o.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: b, Key: aws.String("stolen"), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), CopySource: aws.String("shared/k?versionId=" + url.QueryEscape(mine))}); err != nil {
+		t.Fatalf("UploadPartCopy from other's own version: %v", err)
 	}
 	e.assertAbsent("shared", "stolen")
 

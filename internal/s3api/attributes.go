@@ -104,7 +104,7 @@ func (s *Server) getObjectAttributes(rq *request) error {
 		res.ObjectParts = op
 	}
 	rq.w.Header().Set("Last-Modified", obj.Modified.UTC().Format(http.TimeFormat))
-	writeVersionHeader(rq.w.Header(), rq.bucketRec, obj)
+	s.writeVersionHeader(rq.w.Header(), rq.bucketRec, obj)
 	return writeXML(rq, res)
 }
 

@@ -144,12 +144,12 @@ func objectAccess(op *operation, versionID string) access {
 }
 
 // requestAccess is what the request asks of the caller: on an object,
-// the version its versionId names (validated by route), if any.
+// the version its versionId names (parsed by route), if any.
 func requestAccess(rq *request) access {
 	if rq.key == "" {
 		return operationAccess(rq.op)
 	}
-	return objectAccess(rq.op, rq.query.Get("versionId"))
+	return objectAccess(rq.op, rq.version)
 }
 
 // managesPolicy reports whether action reads or changes the bucket
@@ -250,7 +250,7 @@ func (s *Server) conditionContext(rq *request, b *meta.Bucket, key, version stri
 		}
 	}
 	if version != "" {
-		set("s3:versionid", version)
+		set("s3:versionid", s.versions.encode(version))
 	}
 	if key != "" && pol.Uses("s3:ExistingObjectTag/") {
 		o, err := s.decisionObject(rq, b.Name, key, version)

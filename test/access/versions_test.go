@@ -122,6 +122,36 @@ func TestVersionsAuthorizedAsVersions(t *testing.T) {
 		}
 	})
 
+	// Version ids are opaque: the engine's counter, which they were, is
+	// refused as malformed; the ids handed out stay valid across a
+	// restart (the key is kept in the data directory).
+	t.Run("version ids cannot be guessed", func(t *testing.T) {
+		newBucket("ids")
+		first := put(root, "ids", "k", "first")
+		second := put(root, "ids", "k", "second")
+		for _, id := range []string{first, second} {
+			if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+				t.Fatalf("version id %q is not 32 hex digits", id)
+			}
+		}
+		putPolicy("ids", `{"Version":"2012-10-17","Statement":[
+		 {"Effect":"Allow","Principal":"*","Action":["s3:GetObjectVersion","s3:DeleteObjectVersion"],"Resource":"arn:aws:s3:::$B/*"}]}`)
+		for _, guess := range []string{"0000000000000001", "0000000000000002", "0000000000000003", "0000000100000001"} {
+			if code, body := raw("GET", "/ids/k?versionId="+guess); code != 400 || !strings.Contains(body, "<Code>InvalidArgument</Code>") {
+				t.Errorf("anonymous GET of guessed version %s: %d %q", guess, code, body)
+			}
+			if code, body := raw("DELETE", "/ids/k?versionId="+guess); code != 400 {
+				t.Errorf("anonymous DELETE of guessed version %s: %d %q", guess, code, body)
+			}
+		}
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		if code, body := raw("GET", "/ids/k?versionId="+url.QueryEscape(first)); code != 200 || body != "first" {
+			t.Fatalf("GET of version 1 by its id after a restart: %d %q", code, body)
+		}
+	})
+
 	t.Run("bucket WRITE does not open others' versions", func(t *testing.T) {
 		newBucket("shared")
 		b, k := aws.String("shared"), aws.String("k")

@@ -3,6 +3,10 @@ package cluster
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+
+	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/s3api"
 )
 
 // VersionKey is the key of the version ids clients see (s3api's
@@ -17,4 +21,10 @@ func VersionKey(secret []byte) []byte {
 	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte("b3 version-id key"))
 	return mac.Sum(nil)
+}
+
+// clientVersionID is the id S3 clients see of version (the admin API's
+// reports name versions so that an operator finds them in a listing).
+func (n *Node) clientVersionID(version uint64) string {
+	return s3api.ClientVersionID(VersionKey(n.secret), objstore.VersionID(&meta.Object{Versioned: true, Version: version}))
 }

@@ -62,10 +62,10 @@ type access struct {
 	// opens the operations it opened then (permRead: reads of objects
 	// too; permWrite: every object write).
 	perm permission
-	// version is the versionId the operation acts on, "" for the current
-	// object: the object ACL and the s3:ExistingObjectTag conditions are
-	// those of that version (each version has its own owner, grants and
-	// tags).
+	// version is the engine's id of the version the operation acts on
+	// (its versionId, decoded), "" for the current object: the object ACL
+	// and the s3:ExistingObjectTag conditions are those of that version
+	// (each version has its own owner, grants and tags).
 	version string
 	// also is a second action the caller needs as well, "" if none.
 	also string

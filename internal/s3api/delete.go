@@ -77,7 +77,8 @@ func (s *Server) deleteObjects(rq *request) error {
 			// Each key is authorized on its own, as a policy may allow
 			// deletes under some prefixes only.
 			var done objstore.DeleteResult
-			version, err := "", error(nil)
+			var version string // the engine's id
+			var err error
 			if o.VersionID != "" {
 				version, err = s.versions.decode(o.VersionID)
 			}

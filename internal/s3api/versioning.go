@@ -72,7 +72,8 @@ func (s *Server) parseVersionParam(rq *request) error {
 }
 
 // versionParam returns the engine's id of the version the request's
-// versionId names, "" if none (parsed by route).
+// versionId names, "" if none. Route parsed it (a bad one never reaches a
+// handler); the error result stays for the handlers that check it.
 func versionParam(rq *request) (string, error) { return rq.version, nil }
 
 // writeVersionHeader sets x-amz-version-id for a record of a bucket that

@@ -354,7 +354,7 @@ func (n *Node) missingView(m *missing) *admin.ClusterMissing {
 		ids[p.Address] = p.ID
 	}
 	v := &admin.ClusterMissing{Index: m.ref.Index, Op: string(m.op), Bucket: m.ref.Bucket, Key: m.ref.Key,
-		Version: m.ref.Version, VersionID: fmt.Sprintf("%016x", m.ref.Version), UploadID: m.ref.UploadID, Part: m.ref.Part,
+		Version: m.ref.Version, VersionID: n.clientVersionID(m.ref.Version), UploadID: m.ref.UploadID, Part: m.ref.Part,
 		Size: m.size, Since: m.since.UTC(), WaitedSeconds: time.Since(m.since).Seconds()}
 	for _, a := range m.asked {
 		answer := "no answer"
@@ -450,7 +450,7 @@ func (n *Node) proposeLost(req lostRequest) (admin.ClusterLost, error) {
 	n.log.Warn("declaring object bytes lost", "lost_index", l.Index, "op", string(l.Op), "bucket", l.Bucket, "key", l.Key,
 		"version", l.Version, "upload_id", l.UploadID, "part", l.Part, "declared_by", l.Actor)
 	out := admin.ClusterLost{Index: l.Index, Op: string(l.Op), Bucket: l.Bucket, Key: l.Key, Version: l.Version,
-		VersionID: fmt.Sprintf("%016x", l.Version), UploadID: l.UploadID, Part: l.Part, Leader: n.cfg.ID}
+		VersionID: n.clientVersionID(l.Version), UploadID: l.UploadID, Part: l.Part, Leader: n.cfg.ID}
 	f := n.raft.Apply((&command{Op: opDeclareLost, Lost: l}).encode(), applyTimeout)
 	applied := make(chan error, 1)
 	go func() { applied <- f.Error() }()

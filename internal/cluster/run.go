@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	requests := admin.NewRequestMetrics(n.registry)
 	n.registry.MustRegister(&admin.StoreCollector{Store: n.store, Limiter: n.limiter}, n.collector())
 	n.api = s3api.New(n.backend, s3api.Config{Region: cfg.Region, Directory: n.users.dir, MediaHeaders: cfg.MediaHeaders,
-		MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: requests.Observe})
+		MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: requests.Observe, VersionKey: VersionKey(n.secret)})
 	proxy := n.newProxy()
 
 	// The S3, admin and console listeners and their key pairs, as b3

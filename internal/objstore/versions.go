@@ -55,8 +55,9 @@ var (
 // NullVersionID is the version ID of the null version.
 const NullVersionID = "null"
 
-// VersionID is the version ID clients see for a record: "null" for the
-// null version, else its version as 16 hex digits.
+// VersionID is the engine's version ID of a record: "null" for the null
+// version, else its version as 16 hex digits. It is guessable and is not
+// what S3 clients see: the S3 API seals it (s3api's versionids.go).
 func VersionID(o *meta.Object) string {
 	if !o.Versioned {
 		return NullVersionID
@@ -64,8 +65,9 @@ func VersionID(o *meta.Object) string {
 	return fmt.Sprintf("%016x", o.Version)
 }
 
-// ParseVersionID parses a client's version ID: null is true for "null";
-// anything but "null" and 16 hex digits is ErrInvalidVersionID.
+// ParseVersionID parses an engine version ID (VersionID): null is true
+// for "null"; anything but "null" and 16 hex digits is
+// ErrInvalidVersionID.
 func ParseVersionID(id string) (version uint64, null bool, err error) {
 	if id == NullVersionID {
 		return 0, true, nil

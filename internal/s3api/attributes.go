@@ -66,7 +66,8 @@ func (s *Server) getObjectAttributes(rq *request) error {
 	if err != nil {
 		return err
 	}
-	obj, err := s.store.HeadObject(rq.bucket, rq.key)
+	// The version authorized (requestAccess) is the version answered.
+	obj, err := s.versionOrCurrent(rq)
 	if err != nil {
 		return err
 	}
@@ -103,6 +104,7 @@ func (s *Server) getObjectAttributes(rq *request) error {
 		res.ObjectParts = op
 	}
 	rq.w.Header().Set("Last-Modified", obj.Modified.UTC().Format(http.TimeFormat))
+	s.writeVersionHeader(rq.w.Header(), rq.bucketRec, obj)
 	return writeXML(rq, res)
 }
 

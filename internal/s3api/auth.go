@@ -49,7 +49,7 @@ func (s *Server) authorize(rq *request) error {
 	if perKeyOperations[rq.op.name] {
 		return nil
 	}
-	return s.decide(rq, b, operationAccess(rq.op), rq.key)
+	return s.decide(rq, b, requestAccess(rq), rq.key)
 }
 
 // access is what an operation asks of the caller: an S3 action for the
@@ -62,6 +62,13 @@ type access struct {
 	// opens the operations it opened then (permRead: reads of objects
 	// too; permWrite: every object write).
 	perm permission
+	// version is the engine's id of the version the operation acts on
+	// (its versionId, decoded), "" for the current object: the object ACL
+	// and the s3:ExistingObjectTag conditions are those of that version
+	// (each version has its own owner, grants and tags).
+	version string
+	// also is a second action the caller needs as well, "" if none.
+	also string
 }
 
 // aclNeed names the ACL grant that allows an operation.
@@ -96,6 +103,14 @@ func (s *Server) decide(rq *request, b *meta.Bucket, a access, key string) error
 	if rq.admin {
 		return nil
 	}
+	if a.also != "" {
+		first := a
+		first.also = ""
+		if err := s.decide(rq, b, first, key); err != nil {
+			return err
+		}
+		a.action, a.also = a.also, ""
+	}
 	owner := rq.accessKey != "" && rq.accessKey == b.Owner
 	pol, err := s.bucketPolicy(b)
 	if err != nil {
@@ -107,12 +122,8 @@ func (s *Server) decide(rq *request, b *meta.Bucket, a access, key string) error
 	who := s.principal(rq.accessKey)
 	if pol != nil {
 		req := &policy.Request{Principal: who, Action: a.action, Resource: resourceARN(b.Name, key)}
-		var obj *meta.Object
-		if req.Context, obj, err = s.conditionContext(rq, b, key, pol); err != nil {
+		if req.Context, err = s.conditionContext(rq, b, key, a.version, pol); err != nil {
 			return err
-		}
-		if obj != nil {
-			rq.objRec = obj
 		}
 		req.IgnorePublic = b.PublicAccessBlock != nil && b.PublicAccessBlock.RestrictPublicBuckets
 		switch pol.Evaluate(req) {
@@ -165,22 +176,43 @@ func (s *Server) aclAllows(rq *request, b *meta.Bucket, who policy.Principal, a 
 	default:
 		return false, nil
 	}
-	obj := rq.objRec
-	if obj == nil || obj.Key != key || obj.Bucket != b.Name {
-		var err error
-		obj, err = s.store.HeadObject(b.Name, key)
-		if errors.Is(err, objstore.ErrNoSuchKey) {
-			// Who may list the bucket learns the key is missing
-			// (NoSuchKey from the handler); others get AccessDenied.
-			return bucketAllows(policy.PermRead), nil
-		}
-		if err != nil {
-			return false, err
-		}
-		rq.objRec = obj
+	obj, err := s.decisionObject(rq, b.Name, key, a.version)
+	if missingObject(err) {
+		// Who may list the bucket learns the key (version) is missing
+		// (NoSuchKey, NoSuchVersion from the handler); others get
+		// AccessDenied.
+		return bucketAllows(policy.PermRead), nil
+	}
+	if err != nil {
+		return false, err
 	}
 	perm := map[aclNeed]string{aclObjectRead: policy.PermRead, aclObjectReadACP: policy.PermReadACP, aclObjectWriteACP: policy.PermWriteACP}[a.acl]
 	return policy.Grants(s.objectGrants(b, obj), who, perm, ignorePublic), nil
+}
+
+// decisionObject reads the record a decision is about: key's version
+// (delete markers included), or with version "" its current object, which
+// the request keeps (rq.objRec) for the handler and a second decision to
+// reuse. A version is never kept there: rq.objRec stands for the current
+// object.
+func (s *Server) decisionObject(rq *request, bucket, key, version string) (*meta.Object, error) {
+	if version != "" {
+		return s.store.HeadVersion(bucket, key, version)
+	}
+	if o := rq.objRec; o != nil && o.Bucket == bucket && o.Key == key {
+		return o, nil
+	}
+	o, err := s.store.HeadObject(bucket, key)
+	if err == nil {
+		rq.objRec = o
+	}
+	return o, err
+}
+
+// missingObject reports whether err says the object or version addressed
+// does not exist.
+func missingObject(err error) bool {
+	return errors.Is(err, objstore.ErrNoSuchKey) || errors.Is(err, objstore.ErrNoSuchVersion)
 }
 
 // principal describes the caller to package policy.

@@ -20,8 +20,9 @@ var (
 )
 
 // copySource parses x-amz-copy-source: "[/]bucket/key[?versionId=...]",
-// URL-encoded; versionID is "" when none is named.
-func copySource(h http.Header) (bucket, key, versionID string, err error) {
+// URL-encoded; versionID is the engine's id of the version named, "" when
+// none is.
+func (s *Server) copySource(h http.Header) (bucket, key, versionID string, err error) {
 	raw := h.Get("x-amz-copy-source")
 	path, query, _ := strings.Cut(raw, "?")
 	if query != "" {
@@ -30,10 +31,9 @@ func copySource(h http.Header) (bucket, key, versionID string, err error) {
 			if len(v) != 1 {
 				return "", "", "", errInvalidVersionID
 			}
-			if _, _, err := objstore.ParseVersionID(v[0]); err != nil {
+			if versionID, err = s.versions.decode(v[0]); err != nil {
 				return "", "", "", errInvalidVersionID
 			}
-			versionID = v[0]
 		}
 	}
 	decoded, perr := url.PathUnescape(path)
@@ -51,10 +51,15 @@ func copySource(h http.Header) (bucket, key, versionID string, err error) {
 	return bucket, key, versionID, nil
 }
 
+// copySourceAccess is what reading a copy source asks of the caller: what
+// GetObject of it would, so a source version needs s3:GetObjectVersion and
+// that version's READ grant.
+func copySourceAccess(versionID string) access { return objectAccess(&opGetObject, versionID) }
+
 // openCopySource authorizes a read of the source, evaluates the
 // x-amz-copy-source-if-* conditions and opens the bytes rng selects.
 func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int64, error)) (*meta.Object, io.ReadCloser, error) {
-	bucket, key, versionID, err := copySource(rq.Header)
+	bucket, key, versionID, err := s.copySource(rq.Header)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -62,7 +67,7 @@ func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int6
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := s.decide(rq, src, access{action: "s3:GetObject", acl: aclObjectRead, perm: permRead}, key); err != nil {
+	if err := s.decide(rq, src, copySourceAccess(versionID), key); err != nil {
 		return nil, nil, err
 	}
 	conds := readCopyConditions(rq.Header)
@@ -83,7 +88,7 @@ func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int6
 		return nil, nil, errInvalidRequest.withMessage("The source of a copy request may not specifically refer to a delete marker by version id.")
 	}
 	if err == nil && (src.Versioning != "" || obj.Versioned) {
-		rq.w.Header().Set("x-amz-copy-source-version-id", objstore.VersionID(obj))
+		rq.w.Header().Set("x-amz-copy-source-version-id", s.clientVersionID(obj))
 	}
 	return obj, body, err
 }
@@ -109,7 +114,7 @@ func (s *Server) copyObject(rq *request) error {
 	if tagDirective != "" && tagDirective != "COPY" && tagDirective != "REPLACE" {
 		return errInvalidArgument.withMessage("Unknown tagging directive.")
 	}
-	srcBucket, srcKey, srcVersion, err := copySource(rq.Header)
+	srcBucket, srcKey, srcVersion, err := s.copySource(rq.Header)
 	if err != nil {
 		return err
 	}
@@ -185,7 +190,7 @@ func (s *Server) copyObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	writeVersionHeader(rq.w.Header(), rq.bucketRec, stored)
+	s.writeVersionHeader(rq.w.Header(), rq.bucketRec, stored)
 	res := copyObjectResult{Xmlns: s3Namespace, LastModified: isoTime(stored.Modified), ETag: quoteETag(stored.ETag),
 		Checksum: xmlChecksum{alg, stored.Checksum}}
 	if stored.Checksum != "" {

@@ -76,18 +76,20 @@ func (s *Server) deleteObjects(rq *request) error {
 		default:
 			// Each key is authorized on its own, as a policy may allow
 			// deletes under some prefixes only.
-			need := operationAccess(rq.op)
-			if o.VersionID != "" {
-				need.action = "s3:DeleteObjectVersion"
-			}
 			var done objstore.DeleteResult
-			if _, _, err := objstore.ParseVersionID(o.VersionID); o.VersionID != "" && err != nil {
+			var version string // the engine's id
+			var err error
+			if o.VersionID != "" {
+				version, err = s.versions.decode(o.VersionID)
+			}
+			// DeleteObject decides the same way (objectAccess).
+			if err != nil {
 				failure = errNoSuchVersion
-			} else if failure = s.decide(rq, rq.bucketRec, need, o.Key); failure != nil {
-			} else if done, failure = s.deleteOne(rq, o.Key, o.VersionID); failure == nil && !req.Quiet {
+			} else if failure = s.decide(rq, rq.bucketRec, objectAccess(rq.op, version), o.Key); failure != nil {
+			} else if done, failure = s.deleteOne(rq, o.Key, version); failure == nil && !req.Quiet {
 				d := deletedObject{Key: o.Key, VersionId: o.VersionID, DeleteMarker: done.DeleteMarker}
 				if o.VersionID == "" && done.DeleteMarker {
-					d.DeleteMarkerVersionId = done.VersionID
+					d.DeleteMarkerVersionId = s.versions.encode(done.VersionID)
 				}
 				res.Deleted = append(res.Deleted, d)
 			}

@@ -106,7 +106,7 @@ func (s *Server) putObject(rq *request) error {
 	h := rq.w.Header()
 	h.Set("ETag", quoteETag(stored.ETag))
 	writeChecksumHeaders(h, stored.ChecksumAlgorithm, stored.Checksum, stored.ChecksumType)
-	writeVersionHeader(h, rq.bucketRec, stored)
+	s.writeVersionHeader(h, rq.bucketRec, stored)
 	return writeEmpty(rq, http.StatusOK)
 }
 
@@ -282,7 +282,7 @@ func (s *Server) writeReadHeaders(rq *request, obj *meta.Object, r byteRange, pa
 	if s.cfg.MediaHeaders {
 		writeMediaHeaders(h, obj)
 	}
-	writeVersionHeader(h, rq.bucketRec, obj)
+	s.writeVersionHeader(h, rq.bucketRec, obj)
 	writeLockHeaders(h, obj)
 	// Overrides are validated before any header a failure must not carry.
 	if err := applyResponseOverrides(rq); err != nil {
@@ -324,7 +324,7 @@ func (s *Server) deleteObject(rq *request) error {
 	}
 	h := rq.w.Header()
 	if res.VersionID != "" {
-		h.Set("x-amz-version-id", res.VersionID)
+		h.Set("x-amz-version-id", s.versions.encode(res.VersionID))
 	}
 	if res.DeleteMarker {
 		h.Set("x-amz-delete-marker", "true")

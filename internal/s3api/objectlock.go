@@ -456,6 +456,6 @@ func (s *Server) updateVersion(rq *request, fn func(*meta.Object) error) error {
 	if err != nil {
 		return err
 	}
-	writeVersionHeader(rq.w.Header(), rq.bucketRec, obj)
+	s.writeVersionHeader(rq.w.Header(), rq.bucketRec, obj)
 	return nil
 }

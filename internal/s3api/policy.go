@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/b3-storage/b3/internal/meta"
-	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/policy"
 )
 
@@ -86,13 +85,71 @@ var aclNeeds = map[string]aclNeed{
 // perKeyOperations authorize each key they touch in their handler.
 var perKeyOperations = map[string]bool{"DeleteObjects": true}
 
-// operationAccess is what op asks of the caller.
+// versionActions maps the operations that act on the version a versionId
+// names ("null" included) to the action they need then. AWS authorizes a
+// version with its own actions, so a policy may open the current object
+// (s3:GetObject) and keep older versions closed (s3:GetObjectVersion):
+// authorizing a version as the current object hands out every overwritten
+// or deleted secret. Retention and legal hold have no version actions on
+// AWS (the s3:versionid condition key tells a version apart); they are
+// listed so that they too are decided against the version they act on.
+// An operation not listed ignores versionId (PutObject, uploads).
+var versionActions = map[string]string{
+	"GetObject":           "s3:GetObjectVersion",
+	"HeadObject":          "s3:GetObjectVersion",
+	"DeleteObject":        "s3:DeleteObjectVersion",
+	"DeleteObjects":       "s3:DeleteObjectVersion", // per key with a VersionId
+	"GetObjectAcl":        "s3:GetObjectVersionAcl",
+	"PutObjectAcl":        "s3:PutObjectVersionAcl",
+	"GetObjectTagging":    "s3:GetObjectVersionTagging",
+	"PutObjectTagging":    "s3:PutObjectVersionTagging",
+	"DeleteObjectTagging": "s3:DeleteObjectVersionTagging",
+	"GetObjectAttributes": "s3:GetObjectVersionAttributes",
+	"GetObjectRetention":  "s3:GetObjectRetention",
+	"PutObjectRetention":  "s3:PutObjectRetention",
+	"GetObjectLegalHold":  "s3:GetObjectLegalHold",
+	"PutObjectLegalHold":  "s3:PutObjectLegalHold",
+}
+
+// operationAccess is what op asks of the caller acting on the current
+// object (or on the bucket).
 func operationAccess(op *operation) access {
 	action, ok := actions[op.name]
 	if !ok {
 		action = "s3:" + op.name
 	}
-	return access{action: action, acl: aclNeeds[op.name], perm: op.perm}
+	a := access{action: action, acl: aclNeeds[op.name], perm: op.perm}
+	if op.name == "GetObjectAttributes" {
+		// AWS asks for the read of the object as well: the attributes
+		// are its checksum, size and parts.
+		a.also = "s3:GetObject"
+	}
+	return a
+}
+
+// objectAccess is what op asks of the caller acting on versionID of an
+// object ("" for the current object): the version's own action, decided
+// against that version's ACL and tags.
+func objectAccess(op *operation, versionID string) access {
+	a := operationAccess(op)
+	action, ok := versionActions[op.name]
+	if versionID == "" || !ok {
+		return a
+	}
+	a.action, a.version = action, versionID
+	if a.also != "" {
+		a.also = "s3:GetObjectVersion"
+	}
+	return a
+}
+
+// requestAccess is what the request asks of the caller: on an object,
+// the version its versionId names (parsed by route), if any.
+func requestAccess(rq *request) access {
+	if rq.key == "" {
+		return operationAccess(rq.op)
+	}
+	return objectAccess(rq.op, rq.version)
 }
 
 // managesPolicy reports whether action reads or changes the bucket
@@ -145,10 +202,10 @@ func (s *Server) bucketPolicy(b *meta.Bucket) (*policy.Policy, error) {
 	return p, nil
 }
 
-// conditionContext gathers the condition keys of the request. The
-// object's existing tags are read only if the policy tests them; the
-// object so read is returned for the ACL check to reuse.
-func (s *Server) conditionContext(rq *request, b *meta.Bucket, key string, pol *policy.Policy) (map[string][]string, *meta.Object, error) {
+// conditionContext gathers the condition keys of the request acting on
+// key's version ("" for the current object). The existing tags are those
+// of that version, read only if the policy tests them.
+func (s *Server) conditionContext(rq *request, b *meta.Bucket, key, version string, pol *policy.Policy) (map[string][]string, error) {
 	ctx := map[string][]string{}
 	set := func(k, v string) { ctx[policy.NormalizeKey(k)] = []string{v} }
 	if host, _, err := net.SplitHostPort(rq.RemoteAddr); err == nil {
@@ -192,18 +249,19 @@ func (s *Server) conditionContext(rq *request, b *meta.Bucket, key string, pol *
 			addTags(ctx, "s3:RequestObjectTag/", "s3:RequestObjectTagKeys", tags)
 		}
 	}
-	var obj *meta.Object
+	if version != "" {
+		set("s3:versionid", s.versions.encode(version))
+	}
 	if key != "" && pol.Uses("s3:ExistingObjectTag/") {
-		o, err := s.store.HeadObject(b.Name, key)
+		o, err := s.decisionObject(rq, b.Name, key, version)
 		switch {
 		case err == nil:
-			obj = o
 			addTags(ctx, "s3:ExistingObjectTag/", "", o.Tags)
-		case !errors.Is(err, objstore.ErrNoSuchKey):
-			return nil, nil, err
+		case !missingObject(err):
+			return nil, err
 		}
 	}
-	return ctx, obj, nil
+	return ctx, nil
 }
 
 // addTags adds one key per tag (prefix + tag key) and, if keysName is

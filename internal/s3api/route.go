@@ -80,7 +80,7 @@ func (s *Server) route(rq *request) error {
 	default:
 		// A malformed versionId must fail, never act on the current
 		// object (a DELETE would otherwise remove it).
-		if _, err := versionParam(rq); err != nil {
+		if err := s.parseVersionParam(rq); err != nil {
 			return err
 		}
 		rq.op = routeObject(rq)

@@ -75,6 +75,10 @@ type Config struct {
 	Directory *UserDirectory
 	// Observe, if set, is called after every request (metrics, access log).
 	Observe func(RequestInfo)
+	// VersionKey is the key of the version ids clients see (versionids.go):
+	// the same for every server of a store, kept as long as the store. A
+	// Server without one makes a random key: its ids last as long as it.
+	VersionKey []byte
 }
 
 // Server is the S3 REST API over a Backend (an objstore.Store). It is an
@@ -91,6 +95,7 @@ type Server struct {
 
 	policies policyCache
 	cors     corsCache
+	versions *versionCodec
 }
 
 // New returns a Server answering for store.
@@ -113,7 +118,7 @@ func New(store Backend, cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{store: store, cfg: cfg, log: cfg.Logger, users: cfg.Directory}
+	s := &Server{store: store, cfg: cfg, log: cfg.Logger, users: cfg.Directory, versions: newVersionCodec(cfg.VersionKey)}
 	if s.users == nil {
 		s.users = NewUserDirectory(cfg.Users)
 	}
@@ -146,6 +151,9 @@ type request struct {
 	// objRec is the object authorization read, if it read one (object
 	// ACLs, s3:ExistingObjectTag): handlers may reuse it as a hint.
 	objRec *meta.Object
+	// version is the engine's id of the version the versionId parameter
+	// names ("" for none), set by route for object operations.
+	version string
 }
 
 // responseWriter remembers whether the header was written, so that an

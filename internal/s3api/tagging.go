@@ -61,7 +61,7 @@ func (s *Server) getObjectTagging(rq *request) error {
 	if err != nil {
 		return err
 	}
-	writeVersionHeader(rq.w.Header(), rq.bucketRec, obj)
+	s.writeVersionHeader(rq.w.Header(), rq.bucketRec, obj)
 	return writeXML(rq, renderTagging(obj.Tags))
 }
 

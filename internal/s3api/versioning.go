@@ -52,27 +52,35 @@ func (s *Server) putBucketVersioning(rq *request) error {
 	return writeEmpty(rq, http.StatusOK)
 }
 
-// versionParam returns the request's versionId, "" if none. A present
-// but malformed one is InvalidArgument, as on S3.
-func versionParam(rq *request) (string, error) {
+// parseVersionParam reads the object request's versionId into rq.version,
+// as the engine's id. A present but malformed one (or one this store did
+// not issue) is InvalidArgument, as on S3.
+func (s *Server) parseVersionParam(rq *request) error {
 	v, ok := rq.query["versionId"]
 	if !ok {
-		return "", nil
+		return nil
 	}
 	if len(v) != 1 {
-		return "", errInvalidVersionID
+		return errInvalidVersionID
 	}
-	if _, _, err := objstore.ParseVersionID(v[0]); err != nil {
-		return "", errInvalidVersionID
+	id, err := s.versions.decode(v[0])
+	if err != nil {
+		return errInvalidVersionID
 	}
-	return v[0], nil
+	rq.version = id
+	return nil
 }
+
+// versionParam returns the engine's id of the version the request's
+// versionId names, "" if none. Route parsed it (a bad one never reaches a
+// handler); the error result stays for the handlers that check it.
+func versionParam(rq *request) (string, error) { return rq.version, nil }
 
 // writeVersionHeader sets x-amz-version-id for a record of a bucket that
 // has (or had) versioning; a bucket that never had it sends none, as S3.
-func writeVersionHeader(h http.Header, bk *meta.Bucket, obj *meta.Object) {
+func (s *Server) writeVersionHeader(h http.Header, bk *meta.Bucket, obj *meta.Object) {
 	if bk != nil && (bk.Versioning != "" || obj.Versioned) {
-		h.Set("x-amz-version-id", objstore.VersionID(obj))
+		h.Set("x-amz-version-id", s.clientVersionID(obj))
 	}
 }
 
@@ -90,7 +98,7 @@ func (s *Server) deleteMarkerError(rq *request, versionID string, err error) err
 	if marker != nil && marker.DeleteMarker {
 		h := rq.w.Header()
 		h.Set("x-amz-delete-marker", "true")
-		h.Set("x-amz-version-id", objstore.VersionID(marker))
+		h.Set("x-amz-version-id", s.clientVersionID(marker))
 		if errors.Is(err, objstore.ErrDeleteMarker) {
 			h.Set("Last-Modified", marker.Modified.UTC().Format(http.TimeFormat))
 			h.Set("Allow", "DELETE")
@@ -143,13 +151,14 @@ func (s *Server) listObjectVersions(rq *request) error {
 	if versionMarker != "" && keyMarker == "" {
 		return errInvalidArgument.withMessage("A version-id marker cannot be specified without a key marker.")
 	}
+	engineMarker := ""
 	if versionMarker != "" {
-		if _, _, err := objstore.ParseVersionID(versionMarker); err != nil {
+		if engineMarker, err = s.versions.decode(versionMarker); err != nil {
 			return errInvalidArgument.withMessage("Invalid version id specified")
 		}
 	}
 	res, err := s.store.ListVersions(rq.bucket, objstore.VersionListOptions{Prefix: p.prefix, Delimiter: p.delimiter,
-		KeyMarker: keyMarker, VersionIDMarker: versionMarker, MaxKeys: p.maxKeys})
+		KeyMarker: keyMarker, VersionIDMarker: engineMarker, MaxKeys: p.maxKeys})
 	if err != nil {
 		return err
 	}
@@ -157,7 +166,7 @@ func (s *Server) listObjectVersions(rq *request) error {
 		VersionIdMarker: versionMarker, MaxKeys: p.maxKeys, Delimiter: p.encode(p.delimiter), IsTruncated: res.IsTruncated,
 		EncodingType: p.encodingType, Entries: make([]xmlVersion, 0, len(res.Versions))}
 	for _, v := range res.Versions {
-		x := xmlVersion{XMLName: xml.Name{Local: "Version"}, Key: p.encode(v.Key), VersionId: objstore.VersionID(v),
+		x := xmlVersion{XMLName: xml.Name{Local: "Version"}, Key: p.encode(v.Key), VersionId: s.clientVersionID(v),
 			IsLatest: v.IsLatest, LastModified: isoTime(v.Modified), Owner: s.owner(v.Owner)}
 		if v.DeleteMarker {
 			x.XMLName.Local = "DeleteMarker"
@@ -175,7 +184,7 @@ func (s *Server) listObjectVersions(rq *request) error {
 		out.NextKeyMarker = p.encode(res.NextKeyMarker)
 		if res.NextVersionMarker != 0 {
 			last := res.Versions[len(res.Versions)-1]
-			out.NextVersionIdMarker = objstore.VersionID(last)
+			out.NextVersionIdMarker = s.clientVersionID(last)
 		}
 	}
 	return writeXML(rq, out)

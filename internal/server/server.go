@@ -263,8 +263,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 				"duration", info.Duration, "access_key", info.AccessKey, "remote", info.Remote)
 		}
 	}
+	versionKey, err := LoadOrCreateVersionKey(cfg.Root)
+	if err != nil {
+		return err
+	}
 	api := s3api.New(store, s3api.Config{Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Directory: users.dir,
-		MediaHeaders: cfg.MediaHeaders, MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: observe})
+		MediaHeaders: cfg.MediaHeaders, MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: observe, VersionKey: versionKey})
 
 	var ready atomic.Bool
 	passCtx, cancelPasses := context.WithCancel(context.Background())

@@ -19,6 +19,7 @@ import (
 type faultFS struct {
 	failing atomic.Bool
 	server  *fuse.Server
+	mnt     string
 }
 
 // mountFaultFS serves dir at mnt (both made if missing) until the test
@@ -34,7 +35,7 @@ func mountFaultFS(t *testing.T, dir, mnt string) *faultFS {
 	if err := syscall.Stat(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	f := &faultFS{}
+	f := &faultFS{mnt: mnt}
 	root := &fs.LoopbackRoot{Path: dir, Dev: uint64(st.Dev)}
 	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
 		return &faultNode{LoopbackNode: fs.LoopbackNode{RootData: r}, fs: f}
@@ -52,7 +53,7 @@ func mountFaultFS(t *testing.T, dir, mnt string) *faultFS {
 // unmount unmounts it (lazily, should a process still hold files).
 func (f *faultFS) unmount() {
 	if err := f.server.Unmount(); err != nil {
-		_ = syscall.Unmount(f.server.KernelSettings().Name, syscall.MNT_DETACH)
+		_ = syscall.Unmount(f.mnt, syscall.MNT_DETACH)
 	}
 }
 

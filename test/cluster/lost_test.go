@@ -15,6 +15,10 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/b3-storage/b3/internal/admin"
+	"github.com/b3-storage/b3/internal/cluster"
+	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/s3api"
 	"github.com/b3-storage/b3/internal/testutil"
 )
 
@@ -88,6 +92,11 @@ func TestClusterDeclareLost(t *testing.T) {
 	})
 	if m.Op != "put" || m.Bucket != bucket || m.Key != "gone" || m.Size != 2<<20 || m.Index == 0 {
 		t.Fatalf("the leader waits for %+v, want the put of %s/gone (2 MiB)", m, bucket)
+	}
+	// The version is named as S3 clients see it (in a versioned bucket).
+	engineID := objstore.VersionID(&meta.Object{Versioned: true, Version: m.Version})
+	if want := s3api.ClientVersionID(cluster.VersionKey([]byte(testutil.TestClusterSecret)), engineID); m.VersionID != want {
+		t.Fatalf("the missing bytes' version id is %q, want the clients' %q", m.VersionID, want)
 	}
 	var asked []string
 	for _, a := range m.Asked {

@@ -16,7 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/b3-storage/b3/internal/cluster"
 	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/s3api"
 	"github.com/b3-storage/b3/internal/testutil"
 	"github.com/b3-storage/b3/internal/testutil/versionmodel"
 )
@@ -175,7 +177,10 @@ func replicaVersions(t *testing.T, data, bucket string) []replicaVersion {
 	for i, v := range res.Versions {
 		id := objstore.VersionID(v)
 		latest := i == 0 || res.Versions[i-1].Key != v.Key // each key's newest first
-		rv := replicaVersion{line: fmt.Sprintf("%s %s marker=%v latest=%v", v.Key, id, v.DeleteMarker, latest)}
+		// Clients (the model) know the version by the id the cluster's
+		// key seals the engine's into.
+		client := s3api.ClientVersionID(cluster.VersionKey([]byte(testutil.TestClusterSecret)), id)
+		rv := replicaVersion{line: fmt.Sprintf("%s %s marker=%v latest=%v", v.Key, client, v.DeleteMarker, latest)}
 		if !v.DeleteMarker {
 			_, r, err := st.OpenVersion(context.Background(), bucket, v.Key, id, objstore.WholeObject)
 			if err != nil {

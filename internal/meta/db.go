@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"log/slog"
 	"slices"
 	"sync/atomic"
@@ -306,13 +307,20 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 	l.log.Error(fmt.Sprintf(format, args...))
 }
 
-// Fatalf is called by pebble on unrecoverable corruption; pebble expects it
-// not to return.
+// Fatalf is called by pebble on an error it cannot go on from (corruption,
+// a failed write of its log: the disk failing or full); pebble expects it
+// not to return, and the store must not be used again. The process stops
+// at once, as if killed: a panic could be recovered by a request handler
+// and leave the server answering from a broken store. What was synced
+// survives, as after any crash; the next start recovers from it (and a
+// cluster member catches up from its peers).
 func (l pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	l.log.Error(msg, "fatal", true)
-	panic("meta: pebble fatal: " + msg)
+	l.log.Error("the metadata store failed and cannot go on; stopping the process (restart once the disk is sound)", "err", msg, "fatal", true)
+	fmt.Fprintln(os.Stderr, "b3: meta: pebble fatal: "+msg)
+	os.Exit(3)
 }
+
 
 // Metrics returns pebble's own metrics (compactions, WAL, read
 // amplification) for export.

@@ -66,7 +66,7 @@ func TestClusterDiskFull(t *testing.T) {
 	// Clients retry as the SDK does by default (3 attempts, backoff).
 	var cl []*s3.Client
 	for _, raw := range clients(c) {
-		cl = append(cl, s3.New(raw.Options(), func(o *s3.Options) { o.Retryer = retry.NewStandard() }))
+		cl = append(cl, s3.New(raw.Options(), func(o *s3.Options) { o.Retryer, o.RetryMaxAttempts = retry.NewStandard(), retry.DefaultMaxAttempts }))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -142,5 +142,120 @@ func TestClusterDiskFull(t *testing.T) {
 	}
 	if err := c.WaitConverged(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClusterDiskEIO: every member's data sits on a FUSE file system
+// that can be made to fail writes with EIO (faultFS); the leader's is
+// made to fail while clients write. The failing node hands leadership
+// over and stops standing for election (or, if its metadata store gives
+// up, exits); every PUT through the two healthy members is acknowledged
+// with SDK retries and reads back whole; declare-lost refuses; once the
+// disk is replaced (the fault cleared) and the node restarted, it
+// catches up.
+func TestClusterDiskEIO(t *testing.T) {
+	var faults []*faultFS
+	c := testutil.StartCluster(t, testutil.ClusterOptions{
+		Args: []string{"--min-free-space", "0", "--segment-size", "4MiB", "--direct-io=false"},
+		BeforeStart: func(c *testutil.Cluster) {
+			for i, n := range c.Nodes {
+				base := filepath.Dir(n.Data)
+				f := mountFaultFS(t, filepath.Join(base, fmt.Sprintf("disk-%d", i)), filepath.Join(base, fmt.Sprintf("mnt-%d", i)))
+				faults = append(faults, f)
+				n.Data = filepath.Join(base, fmt.Sprintf("mnt-%d", i), "data")
+			}
+			t.Cleanup(func() {
+				for i := range c.Nodes {
+					if c.Running(i) {
+						c.Kill(i)
+					}
+				}
+				for _, f := range faults {
+					f.unmount()
+				}
+			})
+		},
+	})
+	var cl []*s3.Client
+	for _, raw := range clients(c) {
+		cl = append(cl, s3.New(raw.Options(), func(o *s3.Options) { o.Retryer, o.RetryMaxAttempts = retry.NewStandard(), retry.DefaultMaxAttempts }))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const bucket = "eio"
+	if err := createBucket(ctx, cl[0], bucket); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	put := func(i, through int) {
+		t.Helper()
+		key := fmt.Sprintf("obj-%04d", i)
+		body := randomBytes(uint64(500+i), 256<<10)
+		if _, err := cl[through].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatalf("PUT %s through %s: %v", key, c.Nodes[through].ID, err)
+		}
+		want[key] = body
+	}
+	for i := range 10 {
+		put(i, i%3)
+	}
+	bad, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults[bad].failing.Store(true)
+	healthy := []int{(bad + 1) % 3, (bad + 2) % 3}
+	for i := 10; i < 40; i++ {
+		put(i, healthy[i%2])
+	}
+	waitFor(ctx, t, "a healthy leader", func() bool {
+		l, err := c.Leader(ctx)
+		return err == nil && l != bad
+	})
+	if c.Running(bad) {
+		st, err := c.Status(bad)
+		if err == nil {
+			for _, m := range st.Members {
+				if m.ID == c.Nodes[bad].ID && m.State == "Leader" {
+					t.Errorf("the failing node still leads: %+v", m)
+				}
+			}
+		}
+	}
+	for _, i := range healthy {
+		if out, err := c.AdminCLI(ctx, i, "cluster", "declare-lost", "--yes"); err == nil {
+			t.Errorf("declare-lost through %s was accepted:\n%s", c.Nodes[i].ID, out)
+		}
+		for key, body := range want {
+			got, err := getObject(ctx, cl[i], bucket, key)
+			if err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("GET %s through %s: %d bytes, %v", key, c.Nodes[i].ID, len(got), err)
+			}
+		}
+	}
+
+	state := "exited (its metadata store stopped the process)"
+	if c.Running(bad) {
+		state = "running, not leading"
+	}
+	t.Logf("the failing node %s: %s; the end of its output:\n%s", c.Nodes[bad].ID, state, c.Nodes[bad].Proc.Output.Tail(4096))
+
+	// The disk is replaced: the node restarts and catches up.
+	faults[bad].failing.Store(false)
+	if c.Running(bad) {
+		c.Kill(bad)
+	}
+	if err := c.Start(bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	put(40, bad)
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := member(t, c, bad); m.MissingBytes != nil || m.ApplyHalted != "" || m.LocalFault {
+		t.Errorf("the repaired node: %+v", m)
 	}
 }

@@ -42,7 +42,7 @@ func mountFaultFS(t *testing.T, dir, mnt string) *faultFS {
 	}
 	rootNode := &faultNode{LoopbackNode: fs.LoopbackNode{RootData: root}, fs: f}
 	root.RootNode = rootNode
-	server, err := fs.Mount(mnt, rootNode, &fs.Options{MountOptions: fuse.MountOptions{FsName: "b3-faultfs", Name: "faultfs"}})
+	server, err := fs.Mount(mnt, rootNode, &fs.Options{MountOptions: fuse.MountOptions{FsName: "b3-faultfs", Name: "faultfs", DirectMount: true}})
 	if err != nil {
 		t.Fatalf("mount the fault-injecting FUSE file system (the test needs /dev/fuse and root): %v", err)
 	}

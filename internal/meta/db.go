@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"log/slog"
+	"os"
 	"slices"
 	"sync/atomic"
 
@@ -320,7 +320,6 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 	fmt.Fprintln(os.Stderr, "b3: meta: pebble fatal: "+msg)
 	os.Exit(3)
 }
-
 
 // Metrics returns pebble's own metrics (compactions, WAL, read
 // amplification) for export.

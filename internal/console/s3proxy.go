@@ -143,7 +143,9 @@ func (c *Console) s3Proxy(w http.ResponseWriter, r *http.Request, s *session, ta
 		sum := md5.Sum(body)
 		req.Header.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
 	}
-	req.RemoteAddr = r.RemoteAddr
+	// The browser's address and TLS state, not the console's: the S3 API
+	// judges aws:SourceIp and aws:SecureTransport by them.
+	req.RemoteAddr, req.TLS = r.RemoteAddr, r.TLS
 	if err := c.sign(req, s); err != nil {
 		writeError(w, http.StatusInternalServerError, "sign: "+err.Error())
 		return
@@ -241,7 +243,7 @@ func (c *Console) s3Status(r *http.Request, s *session, method, path, rawQuery s
 	if err != nil {
 		return http.StatusInternalServerError, "InternalError"
 	}
-	req.RemoteAddr = r.RemoteAddr
+	req.RemoteAddr, req.TLS = r.RemoteAddr, r.TLS
 	rec := newRecorder()
 	c.cfg.S3.ServeHTTP(rec, req)
 	if rec.status == http.StatusOK {

@@ -24,15 +24,49 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "certs" {
 		return runNodeCerts(args[1:], stdout, stderr)
 	}
+	cfg, code := parseNode(args, os.LookupEnv, stderr)
+	if code >= 0 {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cluster.Run(ctx, cfg, stdout); err != nil {
+		fmt.Fprintf(stderr, "b3 node: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// nodeShared are the settings b3 node takes from b3 server: the same
+// flags, B3_* variables and config file keys, parsed and checked by the
+// server's code (server.SharedFlags).
+var nodeShared = []string{"direct-io", "log-level", "log-format", "media-headers", "max-retention", "drain-delay",
+	"tls-cert", "tls-key", "admin-tls-cert", "admin-tls-key", "console-tls-cert", "console-tls-key", "tls-check-interval",
+	"meta-dir", "data-dir", "regions", "domain", "access-log", "access-key", "secret-key", "admin-token",
+	"vacuum-threshold", "bucket-metrics", "bucket-metrics-interval", "cache-size", "cache-max-object", "cache-policy"}
+
+// nodeExceptions are the settings of b3 server that b3 node does not
+// take, and why (docs/CLUSTER.md lists them; TestNodeTakesServerSettings
+// keeps this table, the flags and the docs in step). Every other setting
+// of b3 server is a flag of b3 node.
+var nodeExceptions = map[string]string{
+	"users": "users are the cluster's, replicated through the log (b3 admin users add on any node); extra users known to one node only would sign requests the leader refuses",
+}
+
+// parseNode resolves b3 node's settings from its flags, the B3_*
+// environment and the YAML file of --config (server.LoadFlags: flag over
+// variable over file over default). code is -1 when cfg is ready to run,
+// else the exit code (0 after --help).
+func parseNode(args []string, getenv func(string) (string, bool), stderr io.Writer) (cfg cluster.Config, code int) {
 	fs := flag.NewFlagSet("b3 node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: b3 node --id ID --data DIR --cluster-address ADDR (--peers LIST | --join) [flags]")
-		fmt.Fprintln(stderr, "       b3 node certs --out DIR --nodes LIST   (a CA and key pairs for --cluster-tls-*)\n\nflags:")
+		fmt.Fprintln(stderr, "       b3 node certs --out DIR --nodes LIST   (a CA and key pairs for --cluster-tls-*)")
+		fmt.Fprintln(stderr, "\nEvery flag is also a B3_* environment variable (--cache-size: B3_CACHE_SIZE) and a key of the\nYAML file given by --config (precedence in that order).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	var (
-		cfg                        cluster.Config
 		peers, replication, fsync  string
 		inlineMax, vacuumI         string
 		limits                     [4]string
@@ -42,6 +76,7 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 		secretFile                 string
 		minFree                    string
 	)
+	fs.String("config", "", "YAML config file: keys are the flag names (B3_CONFIG)")
 	fs.StringVar(&cfg.ID, "id", "", "this node's id, one of --peers, or new with --join (required)")
 	fs.StringVar(&cfg.Root, "data", "", "data directory of this node (required; a new node needs an empty one)")
 	fs.StringVar(&cfg.Address, "address", "127.0.0.1:9000", "S3 API listen address")
@@ -49,7 +84,7 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&peers, "peers", "", "the replica group: id=host:port,... (the same list on every node; used on the first start)")
 	fs.BoolVar(&cfg.Join, "join", false, "no --peers: wait to be added to a running cluster (b3 admin cluster add ID=CLUSTER-ADDRESS)")
 	fs.StringVar(&replication, "replication", "sync", "sync: acknowledge once a majority holds a write; async: once the leader does")
-	fs.StringVar(&cfg.AdminAddress, "admin-address", "", "admin API listen address (b3 admin; needs B3_ADMIN_TOKEN)")
+	fs.StringVar(&cfg.AdminAddress, "admin-address", "", "admin API listen address (b3 admin; its token: --admin-token, else generated into <data>/admin-token)")
 	fs.StringVar(&cfg.ConsoleAddress, "console-address", "127.0.0.1:9002", "web console listen address (\"\" disables); log in with any user's access key and secret key")
 	fs.StringVar(&cfg.Region, "region", "us-east-1", "S3 region")
 	fs.StringVar(&fsync, "fsync", "batch", "durability: batch (group commit), always, none (benchmarks only)")
@@ -73,19 +108,19 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&lcInterval, "lifecycle-interval", "1h", "period of the leader's lifecycle pass (rule changes and a new leader start one at once)")
 	fs.Float64Var(&cfg.LifecycleRate, "lifecycle-rate", 1000, "lifecycle deletes and aborts per second (0 = unlimited)")
 	fs.StringVar(&lcDay, "lifecycle-day", "24h", "length of a lifecycle day; DEBUG/TESTS ONLY: e.g. 1s makes Days=1 mean one second")
-	// Settings b3 node shares with b3 server: the same flags, parsed and
-	// checked by the server's code.
-	shared := server.SharedFlags(fs, "direct-io", "log-level", "log-format", "media-headers", "max-retention", "drain-delay",
-		"tls-cert", "tls-key", "admin-tls-cert", "admin-tls-key", "console-tls-cert", "console-tls-key", "tls-check-interval")
+	shared := server.SharedFlags(fs, nodeShared...)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return cfg, 0
 		}
-		return 2
+		return cfg, 2
 	}
-	fail := func(format string, a ...any) int {
+	fail := func(format string, a ...any) (cluster.Config, int) {
 		fmt.Fprintf(stderr, "b3 node: "+format+"\n", a...)
-		return 2
+		return cfg, 2
+	}
+	if err := server.LoadFlags(fs, getenv); err != nil {
+		return fail("%v", err)
 	}
 	if cfg.ID == "" || cfg.Root == "" || cfg.ClusterAddress == "" || (peers == "") == !cfg.Join {
 		return fail("--id, --data, --cluster-address and one of --peers (a new cluster, or a member of one) or --join (a node to add) are required")
@@ -142,10 +177,17 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	cfg.DrainDelay, cfg.MediaHeaders, cfg.LogJSON = sc.DrainDelay, sc.MediaHeaders, sc.LogJSON
 	cfg.MaxRetention = sc.MaxRetention
 	cfg.DirectIO = sc.DirectIO
+	cfg.MetaDir, cfg.DataDir = sc.MetaDir, sc.DataDir
+	cfg.Regions, cfg.Domains, cfg.AccessLog = sc.Regions, sc.Domains, sc.AccessLog
+	cfg.VacuumThreshold = sc.VacuumThreshold
+	cfg.BucketMetrics, cfg.BucketMetricsInterval = sc.BucketMetrics, sc.BucketMetricsInterval
+	cfg.CacheBytes, cfg.CacheMaxObject, cfg.CachePolicy = sc.CacheBytes, sc.CacheMaxObject, sc.CachePolicy
 	cfg.Logger = out.NewLogger(stderr).With("node", cfg.ID)
-	cfg.AccessKey, cfg.SecretKey = os.Getenv("B3_ACCESS_KEY"), os.Getenv("B3_SECRET_KEY")
-	cfg.AdminToken = os.Getenv("B3_ADMIN_TOKEN")
-	cfg.ClusterSecret = os.Getenv("B3_CLUSTER_SECRET")
+	// The root user's keys and the admin token: --access-key,
+	// --secret-key, --admin-token or, as before, B3_ACCESS_KEY,
+	// B3_SECRET_KEY, B3_ADMIN_TOKEN.
+	cfg.AccessKey, cfg.SecretKey, cfg.AdminToken = sc.AccessKey, sc.SecretKey, sc.AdminToken
+	cfg.ClusterSecret, _ = getenv("B3_CLUSTER_SECRET")
 	if secretFile != "" {
 		data, err := os.ReadFile(secretFile)
 		if err != nil {
@@ -154,14 +196,7 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 		cfg.ClusterSecret = string(data)
 	}
 	cfg.LoadAdminToken = server.LoadOrCreateAdminToken
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := cluster.Run(ctx, cfg, stdout); err != nil {
-		fmt.Fprintf(stderr, "b3 node: %v\n", err)
-		return 1
-	}
-	return 0
+	return cfg, -1
 }
 
 func printClusterChange(w io.Writer, ch admin.ClusterChange) {

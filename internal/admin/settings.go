@@ -83,7 +83,7 @@ func (s *Server) settingsRows() []Setting {
 		interval = *o.VacuumInterval
 	}
 	rows = append(rows, Setting{"vacuum-interval", interval, s.cfg.Configured.VacuumInterval.String(), o.VacuumInterval != nil})
-	if cs := s.cfg.Store.CacheStats(); cs.Policy != "" { // a store with a cache (not a b3 node's)
+	if cs := s.cfg.Store.CacheStats(); cs.Policy != "" { // a store with a cache
 		rows = append(rows, Setting{"cache-size", num(cs.MaxBytes), num(s.cfg.Configured.CacheBytes), o.CacheBytes != nil})
 	}
 	return rows

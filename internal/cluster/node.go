@@ -26,6 +26,7 @@ import (
 
 	"github.com/b3-storage/b3/internal/admin"
 	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/cache"
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
@@ -129,6 +130,27 @@ type Config struct {
 	Sync          blob.SyncPolicy
 	InlineMax     int64 // objects up to this size ride in the log entry
 	SegmentSize   int64
+
+	// Regions and Domains: as b3 server's --regions (further regions
+	// accepted) and --domain (virtual-host-style base domains); each
+	// node's S3 API applies its own, so give every member the same.
+	Regions, Domains []string
+	// AccessLog logs every request this node's S3 API serves (the
+	// leader's: the ones it forwards, a follower does not serve).
+	AccessLog bool
+	// MetaDir and DataDir default to Root/meta and Root/segments, as in
+	// b3 server.
+	MetaDir, DataDir string
+	// CacheBytes bounds this node's small-object cache (0: off; b3 admin
+	// cache set changes it); CacheMaxObject is the largest object cached;
+	// CachePolicy "lru" or "s3fifo". As b3 server's --cache-*.
+	CacheBytes, CacheMaxObject int64
+	CachePolicy                cache.Policy
+	// BucketMetrics is how many buckets (the largest) get per-bucket
+	// gauges in this node's /metrics (0: none); BucketMetricsInterval how
+	// often they are counted (default 5m).
+	BucketMetrics         int
+	BucketMetricsInterval time.Duration
 
 	// DirectIO writes segments with O_DIRECT where the file system allows
 	// it, as b3 server does (--direct-io).
@@ -368,8 +390,8 @@ func open(cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	configured := admin.Configured{Limits: cfg.Limits, VacuumInterval: cfg.VacuumInterval}
-	overridden, err := overrides.Apply(&cfg.Limits, &cfg.VacuumInterval, nil)
+	configured := admin.Configured{Limits: cfg.Limits, VacuumInterval: cfg.VacuumInterval, CacheBytes: cfg.CacheBytes}
+	overridden, err := overrides.Apply(&cfg.Limits, &cfg.VacuumInterval, &cfg.CacheBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -399,10 +421,13 @@ func open(cfg Config) (_ *Node, err error) {
 	n.pacer = iolimit.NewPacer(cfg.Pace)
 	n.limiter = iolimit.New(cfg.Limits, iolimit.WithPacer(n.pacer))
 	metaDir, dataDir := objstore.DefaultDirs(cfg.Root)
+	metaDir, dataDir = cmp.Or(cfg.MetaDir, metaDir), cmp.Or(cfg.DataDir, dataDir)
 	n.store, err = objstore.Open(objstore.Options{
 		MetaDir: metaDir, DataDir: dataDir, Sync: cfg.Sync, DirectIO: cfg.DirectIO, SegmentSize: cfg.SegmentSize,
 		Logger: cfg.Logger, Limiter: n.limiter, VacuumThreshold: cfg.VacuumThreshold, LifecycleDay: cfg.LifecycleDay,
 		MinFreeBytes: cfg.MinFreeBytes,
+		Cache: cache.New[objstore.CachedObject](cache.Options{
+			MaxBytes: cfg.CacheBytes, MaxObjectSize: cfg.CacheMaxObject, Policy: cfg.CachePolicy}),
 	})
 	if err != nil {
 		return nil, err

@@ -77,8 +77,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	n.store.SetLifecycleActions(leaderLifecycle{n.backend})
 	requests := admin.NewRequestMetrics(n.registry)
 	n.registry.MustRegister(&admin.StoreCollector{Store: n.store, Limiter: n.limiter}, n.collector())
-	n.api = s3api.New(n.backend, s3api.Config{Region: cfg.Region, Directory: n.users.dir, MediaHeaders: cfg.MediaHeaders,
-		MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: requests.Observe, VersionKey: VersionKey(n.secret)})
+	if cfg.BucketMetrics > 0 {
+		n.registry.MustRegister(admin.NewBucketCollector(n.store, cfg.BucketMetrics, cmp.Or(cfg.BucketMetricsInterval, 5*time.Minute)))
+	}
+	observe := requests.Observe
+	if cfg.AccessLog {
+		observe = server.AccessLog(n.log, observe)
+	}
+	n.api = s3api.New(n.backend, s3api.Config{Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Directory: n.users.dir, MediaHeaders: cfg.MediaHeaders,
+		MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: observe, VersionKey: VersionKey(n.secret)})
 	proxy := n.newProxy()
 
 	// The S3, admin and console listeners and their key pairs, as b3

@@ -256,12 +256,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	}
 	observe := requests.Observe
 	if cfg.AccessLog {
-		observe = func(info s3api.RequestInfo) {
-			requests.Observe(info)
-			cfg.Logger.Info("request", "request_id", info.ID, "op", info.Operation, "method", info.Method,
-				"path", info.Path, "status", info.Status, "in", info.BytesIn, "out", info.BytesOut,
-				"duration", info.Duration, "access_key", info.AccessKey, "remote", info.Remote)
-		}
+		observe = AccessLog(cfg.Logger, observe)
 	}
 	versionKey, err := LoadOrCreateVersionKey(cfg.Root)
 	if err != nil {
@@ -359,6 +354,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		defer cfg.Logger.Info("shut down cleanly")
 	}
 	return err
+}
+
+// AccessLog returns observe that also logs every request at info level
+// (--access-log; b3 server and b3 node log the same line).
+func AccessLog(log *slog.Logger, observe func(s3api.RequestInfo)) func(s3api.RequestInfo) {
+	return func(info s3api.RequestInfo) {
+		observe(info)
+		log.Info("request", "request_id", info.ID, "op", info.Operation, "method", info.Method,
+			"path", info.Path, "status", info.Status, "in", info.BytesIn, "out", info.BytesOut,
+			"duration", info.Duration, "access_key", info.AccessKey, "remote", info.Remote)
+	}
 }
 
 // handleSignals starts a vacuum pass on SIGUSR1 until ctx ends.

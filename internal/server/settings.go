@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -234,28 +235,13 @@ func LoadSettings(args []string, getenv func(string) (string, bool), usage io.Wr
 		}
 	}
 	if configPath != "" {
-		data, err := os.ReadFile(configPath)
+		file, err := readConfigFile(configPath, func(k string) bool { _, known := values[k]; return known })
 		if err != nil {
-			return Config{}, Output{}, fmt.Errorf("config file: %w", err)
+			return Config{}, Output{}, err
 		}
-		var doc map[string]any
-		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return Config{}, Output{}, fmt.Errorf("config file %s: %w", configPath, err)
-		}
-		for k, v := range doc {
-			if _, known := values[k]; !known {
-				return Config{}, Output{}, fmt.Errorf("config file %s: unknown setting %q", configPath, k)
-			}
+		for k, v := range file {
+			values[k] = v
 			sources[k] = fmt.Sprintf("key %s in %s", k, configPath)
-			if seq, ok := v.([]any); ok {
-				items := make([]string, len(seq))
-				for i, item := range seq {
-					items[i] = fmt.Sprint(item)
-				}
-				values[k] = strings.Join(items, ",")
-				continue
-			}
-			values[k] = fmt.Sprint(v)
 		}
 	}
 	for _, s := range settings {
@@ -307,6 +293,85 @@ func LoadSettings(args []string, getenv func(string) (string, bool), usage io.Wr
 	return cfg, out, nil
 }
 
+// readConfigFile reads a YAML config file: a map of setting names to
+// values, a sequence joined with commas. A key known rejects is an error.
+func readConfigFile(path string, known func(string) bool) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	values := make(map[string]string, len(doc))
+	for k, v := range doc {
+		if !known(k) {
+			return nil, fmt.Errorf("config file %s: unknown setting %q", path, k)
+		}
+		if seq, ok := v.([]any); ok {
+			items := make([]string, len(seq))
+			for i, item := range seq {
+				items[i] = fmt.Sprint(item)
+			}
+			values[k] = strings.Join(items, ",")
+			continue
+		}
+		values[k] = fmt.Sprint(v)
+	}
+	return values, nil
+}
+
+// FlagEnv is the environment variable of the flag name, as Setting.Env:
+// B3_ and the name upper case, '-' as '_'.
+func FlagEnv(name string) string { return Setting{Name: name}.Env() }
+
+// LoadFlags gives the flags of fs, parsed already, that the command line
+// did not set their value from the B3_* environment (FlagEnv) or from
+// the YAML file named by the flag --config or else B3_CONFIG, as
+// LoadSettings does for b3 server: flag over environment over file over
+// default. Every flag of fs has those three spellings, not only the
+// settings SharedFlags registers (b3 node's own flags too); a key of the
+// file that is no flag of fs is an error. fs must define "config".
+// Values are parsed by the flags' Set; an error names the source.
+func LoadFlags(fs *flag.FlagSet, getenv func(string) (string, bool)) error {
+	cmdline := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { cmdline[f.Name] = true })
+	configPath := fs.Lookup("config").Value.String()
+	if !cmdline["config"] {
+		configPath, _ = getenv("B3_CONFIG")
+	}
+	file := map[string]string{}
+	if configPath != "" {
+		var err error
+		known := func(k string) bool { return k != "config" && fs.Lookup(k) != nil }
+		if file, err = readConfigFile(configPath, known); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if cmdline[f.Name] || f.Name == "config" {
+			return
+		}
+		v, src := "", ""
+		if ev, ok := getenv(FlagEnv(f.Name)); ok {
+			v, src = ev, "environment variable "+FlagEnv(f.Name)
+		} else if fv, ok := file[f.Name]; ok {
+			v, src = fv, fmt.Sprintf("key %s in %s", f.Name, configPath)
+		} else {
+			return
+		}
+		if sv, ok := f.Value.(*settingValue); ok {
+			sv.src = src
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			errs = append(errs, fmt.Errorf("setting %s=%q (from %s): %w", f.Name, v, src, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
 // NewLogger returns the slog logger Output asks for.
 func (o Output) NewLogger(w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: o.LogLevel}
@@ -321,6 +386,7 @@ func (o Output) NewLogger(w io.Writer) *slog.Logger {
 type settingValue struct {
 	s      string
 	isBool bool
+	src    string // where s came from, when not the command line (LoadFlags)
 }
 
 func (v *settingValue) String() string     { return v.s }
@@ -330,8 +396,10 @@ func (v *settingValue) IsBoolFlag() bool   { return v.isBool }
 // SharedFlags registers the named settings of b3 server on fs, for another
 // command (b3 node) that takes them too: the same flag names, defaults,
 // help and parsing. The function it returns resolves them, after
-// fs.Parse, into a Config and Output, with b3 server's range checks of
-// those settings; an error names the flag (or the default) at fault.
+// fs.Parse (and LoadFlags, for their B3_* variables and config file
+// keys), into a Config and Output, with b3 server's range checks of
+// those settings; an error names the source (flag, variable, file key or
+// the default) at fault.
 func SharedFlags(fs *flag.FlagSet, names ...string) func() (Config, Output, error) {
 	byName := map[string]Setting{}
 	for _, s := range Settings() {
@@ -344,7 +412,7 @@ func SharedFlags(fs *flag.FlagSet, names ...string) func() (Config, Output, erro
 			panic("server.SharedFlags: no setting " + name)
 		}
 		v := &settingValue{s: s.Default, isBool: s.Default == "true" || s.Default == "false"}
-		fs.Var(v, name, s.Help)
+		fs.Var(v, name, fmt.Sprintf("%s (%s)", s.Help, s.Env()))
 		values[name] = v
 	}
 	return func() (Config, Output, error) {
@@ -352,7 +420,10 @@ func SharedFlags(fs *flag.FlagSet, names ...string) func() (Config, Output, erro
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		bad := func(name string, err error) error {
 			src := "the default"
-			if set[name] {
+			switch {
+			case values[name].src != "":
+				src = values[name].src
+			case set[name]:
 				src = "flag --" + name
 			}
 			return fmt.Errorf("setting %s=%q (from %s): %w", name, values[name].s, src, err)

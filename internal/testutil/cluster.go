@@ -24,6 +24,8 @@ type ClusterOptions struct {
 	Nodes       int    // default 3
 	Replication string // "sync" (default) or "async"
 	Args        []string
+	// NodeArgs, if set, adds flags of node i's own (after Args).
+	NodeArgs func(i int, n *ClusterNode) []string
 	// Secret is the cluster secret (B3_CLUSTER_SECRET) the nodes start
 	// with (default TestClusterSecret).
 	Secret    string
@@ -216,7 +218,11 @@ func (c *Cluster) Args(i int) []string {
 	if f := c.ClusterTLS[i]; f != (TLSFiles{}) {
 		args = append(args, "--cluster-tls-cert", f.Cert, "--cluster-tls-key", f.Key, "--cluster-tls-ca", f.CA)
 	}
-	return append(args, c.opts.Args...)
+	args = append(args, c.opts.Args...)
+	if c.opts.NodeArgs != nil {
+		args = append(args, c.opts.NodeArgs(i, n)...)
+	}
+	return args
 }
 
 // issuePeer issues n's cluster certificate with ClusterOptions.ClusterCA

@@ -21,10 +21,11 @@ import (
 // served over HTTPS that aws-sdk-go-v2 verifies against a test CA (and a
 // client without the CA refuses); media headers are on by default; the
 // banner is a JSON line with --log-format json; a second process on the
-// data directory fails naming the first one's pid; limits and vacuum set
-// through b3 admin outlive a restart and show as overridden; SIGHUP
-// reloads the certificate without stopping the node; on SIGTERM
-// /health/ready fails for the drain delay while S3 is still served.
+// data directory fails naming the first one's pid; limits, vacuum and
+// the object cache's size set through b3 admin outlive a restart and
+// show as overridden; SIGHUP reloads the certificate without stopping
+// the node; on SIGTERM /health/ready fails for the drain delay while S3
+// is still served.
 func TestNodeOperations(t *testing.T) {
 	ca := testutil.NewCA(t)
 	c := testutil.StartCluster(t, testutil.ClusterOptions{Nodes: 1, CA: ca,
@@ -85,6 +86,7 @@ func TestNodeOperations(t *testing.T) {
 	}
 	admin1("limits", "set", "background-write=20MiB")
 	admin1("vacuum", "stop")
+	admin1("cache", "set", "--size", "32MiB") // a node has an object cache (--cache-size), resized as on b3 server
 	if err := n.Proc.Stop(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func TestNodeOperations(t *testing.T) {
 		t.Fatalf("settings: %v", err)
 	}
 	for _, s := range settings {
-		if !s.Overridden || (s.Name == "vacuum-interval" && s.Value != "0s") {
+		if !s.Overridden || (s.Name == "vacuum-interval" && s.Value != "0s") || (s.Name == "cache-size" && s.Value != strconv.Itoa(32<<20)) {
 			t.Errorf("after a restart: %+v", s)
 		}
 	}

@@ -34,6 +34,11 @@ type UserStore interface {
 // non-removable key.
 var ErrNoSuchUser = errors.New("admin: no such removable user")
 
+// ErrUserConflict is returned (wrapped, saying why) by UserStore.Add for a
+// name that is another user's name or access key: names and access keys
+// share one namespace (s3api.UserConflict). The API answers 409.
+var ErrUserConflict = errors.New("user name taken")
+
 // Config configures the admin API.
 type Config struct {
 	Store   *objstore.Store
@@ -244,6 +249,9 @@ func (s *Server) addUser(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("name: 1..64 characters, no ':' ',' or newline")
 	}
 	u, err := s.cfg.Users.Add(req.Name)
+	if errors.Is(err, ErrUserConflict) {
+		return &httpError{http.StatusConflict, err.Error() + ": choose another name"}
+	}
 	if err != nil {
 		return err
 	}

@@ -233,7 +233,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		return err
 	}
 	root.Admin = true // MinIO's root: every bucket, whoever owns it
-	users, err := openUserStore(cfg.Root, append([]s3api.User{root}, cfg.Users...))
+	users, err := openUserStore(cfg.Root, append([]s3api.User{root}, cfg.Users...), cfg.Logger)
 	if err != nil {
 		return err
 	}

@@ -139,6 +139,11 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	cfg.Logger = out.NewLogger(stderr).With("node", cfg.ID)
 	cfg.AccessKey, cfg.SecretKey = os.Getenv("B3_ACCESS_KEY"), os.Getenv("B3_SECRET_KEY")
 	cfg.AdminToken = os.Getenv("B3_ADMIN_TOKEN")
+	for _, v := range []struct{ name, value string }{{"B3_SECRET_KEY", cfg.SecretKey}, {"B3_ADMIN_TOKEN", cfg.AdminToken}} {
+		if v.value != "" && len(v.value) < server.MinSecretLen {
+			return fail("%s has %d characters, want at least %d", v.name, len(v.value), server.MinSecretLen)
+		}
+	}
 	cfg.ClusterSecret = os.Getenv("B3_CLUSTER_SECRET")
 	if secretFile != "" {
 		data, err := os.ReadFile(secretFile)

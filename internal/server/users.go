@@ -138,6 +138,9 @@ func LoadOrCreateAdminToken(root string) (string, error) {
 		if tok == "" {
 			return "", fmt.Errorf("admin token file %s is empty (delete it to generate a new token)", path)
 		}
+		if err := minLen("the admin token in "+path, tok); err != nil {
+			return "", fmt.Errorf("%w (delete the file to generate a new token)", err)
+		}
 		return tok, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {

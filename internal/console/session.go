@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/b3-storage/b3/internal/authlimit"
 )
 
 // CookieName is the session cookie.
@@ -201,10 +204,21 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "give an access key and a secret key")
 		return
 	}
+	// Back off an address that failed too often lately, before the
+	// credentials are checked: a right guess then is no different.
+	if wait := c.cfg.Logins.Blocked(r.RemoteAddr, req.AccessKey); wait > 0 {
+		secs := authlimit.RetryAfter(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins from this address: try again in %d seconds", secs))
+		return
+	}
 	probe := &session{accessKey: req.AccessKey, secretKey: req.SecretKey}
 	status, code := c.s3Status(r, probe, http.MethodGet, "/", "")
 	if status != http.StatusOK {
 		c.cfg.Logger.Info("console login refused", "access_key", req.AccessKey, "status", status, "code", code, "remote", r.RemoteAddr)
+		if status < 500 {
+			c.cfg.Logins.Failed(r.RemoteAddr, req.AccessKey)
+		}
 		if status >= 500 {
 			// The credentials were not judged: a replica group without
 			// a leader for the moment, or a server error.

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/b3-storage/b3/internal/authlimit"
 	"github.com/b3-storage/b3/internal/checksum"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/s3auth"
@@ -68,6 +69,9 @@ type Config struct {
 	Directory *UserDirectory
 	// Observe, if set, is called after every request (metrics, access log).
 	Observe func(RequestInfo)
+	// AuthLimiter, if set, backs off addresses and access keys that fail
+	// to authenticate (authlimit.go): 503 SlowDown with Retry-After.
+	AuthLimiter *authlimit.Limiter
 }
 
 // Server is the S3 REST API over a Backend (an objstore.Store). It is an
@@ -223,7 +227,7 @@ func (s *Server) serve(rq *request) error {
 		// header: they authenticate (or not) themselves.
 		return rq.op.handle(s, rq)
 	}
-	if err := s.authenticate(rq); err != nil {
+	if err := s.authenticateLimited(rq); err != nil {
 		return err
 	}
 	if err := s.authorize(rq); err != nil {

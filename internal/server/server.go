@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/b3-storage/b3/internal/admin"
+	"github.com/b3-storage/b3/internal/authlimit"
 	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/cache"
 	"github.com/b3-storage/b3/internal/iolimit"
@@ -104,6 +106,12 @@ type Config struct {
 	// they are counted (a metadata scan; default 5m).
 	BucketMetrics         int
 	BucketMetricsInterval time.Duration
+	// AuthBackOff is how many failed authentications (wrong signatures,
+	// unknown access keys, wrong console logins) one client address may
+	// make in a row before its requests with credentials are held back:
+	// 503 SlowDown (S3) or 429 (console) with Retry-After, a second per
+	// further failure (package authlimit). 0: 10; negative: off.
+	AuthBackOff int
 
 	// Ready, if set, is called with the bound address once the server
 	// accepts connections (tests listen on port 0); AdminReady and
@@ -134,6 +142,12 @@ func (cfg *Config) defaults() {
 	if cfg.BucketMetricsInterval <= 0 {
 		cfg.BucketMetricsInterval = 5 * time.Minute
 	}
+}
+
+// authLimits configures the failed-authentication back-off.
+func (cfg *Config) authLimits() authlimit.Config {
+	n := cmp.Or(cfg.AuthBackOff, 10)
+	return authlimit.Config{AddrBurst: n, KeyBurst: 10 * n, Off: n < 0}
 }
 
 // ShutdownTimeout bounds the graceful shutdown: requests still running
@@ -261,7 +275,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		}
 	}
 	api := s3api.New(store, s3api.Config{Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Directory: users.dir,
-		MediaHeaders: cfg.MediaHeaders, Logger: cfg.Logger, Observe: observe})
+		MediaHeaders: cfg.MediaHeaders, Logger: cfg.Logger, Observe: observe, AuthLimiter: authlimit.New(cfg.authLimits())})
 
 	var ready atomic.Bool
 	passCtx, cancelPasses := context.WithCancel(context.Background())

@@ -165,6 +165,17 @@ func Settings() []Setting {
 		{"console-tls-key", "", "PEM private key of --console-tls-cert", str(func(c *Config) *string { return &c.ConsoleTLSKey })},
 		{"tls-check-interval", "30s", "how often the TLS files are checked for a renewal (SIGHUP reloads at once)", dur(func(c *Config) *time.Duration { return &c.TLSCheckInterval })},
 		{"drain-delay", "5s", "on SIGTERM, how long /health/ready fails while requests are still served, before the listener closes (0 = none)", dur(func(c *Config) *time.Duration { return &c.DrainDelay })},
+		{"auth-backoff", "10", "failed authentications (wrong S3 signature or unknown access key, wrong console login) one client address may make in a row; then its requests with credentials get 503 SlowDown (console: 429) with Retry-After, one more allowed per second (0 = off)", func(c *Config, _ *Output, v string) error {
+			n, err := strconv.Atoi(v)
+			if err == nil && n < 0 {
+				err = errors.New("want 0 (off) or more")
+			}
+			c.AuthBackOff = n
+			if n == 0 {
+				c.AuthBackOff = -1
+			}
+			return err
+		}},
 		{"bucket-metrics", "100", "per-bucket object and byte gauges for the largest N buckets (0 = off)", func(c *Config, _ *Output, v string) error {
 			n, err := strconv.Atoi(v)
 			c.BucketMetrics = n

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/b3-storage/b3/internal/testutil"
@@ -127,4 +130,75 @@ func runB3(t *testing.T, bin string, timeout time.Duration, env []string, args .
 		code = ee.ExitCode()
 	}
 	return string(out), code
+}
+
+// TestMetricsPrivate: by default /metrics names no bucket (per-bucket
+// gauges are opt-in); with --metrics-token (B3_METRICS_TOKEN) it needs
+// that token, or the admin token, while the health checks stay open.
+func TestMetricsPrivate(t *testing.T) {
+	ctx := context.Background()
+	get := func(url, token string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	// The usage scan runs at start (the console samples the metrics)
+	// and then every 5 minutes: a restart makes one that sees a bucket.
+	withBucket := func(s *testutil.Server) {
+		t.Helper()
+		c := s.Client(10 * time.Second)
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("merger-plans-2027")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("merger-plans-2027"), Key: aws.String("k"), Body: strings.NewReader("x")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Proc.Stop(30 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := testutil.StartServer(t, testutil.ServerOptions{})
+	withBucket(s)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		code, body := get("http://"+s.AdminAddr+"/metrics", "")
+		if code != http.StatusOK {
+			t.Fatalf("open /metrics: %d", code)
+		}
+		if strings.Contains(body, "merger-plans-2027") {
+			t.Fatal("/metrics names a bucket without a token, by default")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	const token = "metrics-token-0000000000"
+	p := testutil.StartServer(t, testutil.ServerOptions{Env: []string{"B3_METRICS_TOKEN=" + token}, Args: []string{"--bucket-metrics", "10"}})
+	withBucket(p)
+	for _, tc := range []struct {
+		token string
+		code  int
+	}{{"", http.StatusUnauthorized}, {"wrong-token-000000000000", http.StatusUnauthorized}, {token, http.StatusOK}, {p.AdminToken, http.StatusOK}} {
+		if code, _ := get("http://"+p.AdminAddr+"/metrics", tc.token); code != tc.code {
+			t.Errorf("/metrics with token %q: %d, want %d", tc.token, code, tc.code)
+		}
+	}
+	if code, _ := get("http://"+p.AdminAddr+"/health/ready", ""); code != http.StatusOK {
+		t.Errorf("/health/ready: %d", code)
+	}
+	testutil.WaitFor(t, "the bucket's gauges", func() bool {
+		_, body := get("http://"+p.AdminAddr+"/metrics", token)
+		return strings.Contains(body, `b3_bucket_bytes{bucket="merger-plans-2027"}`)
+	})
 }

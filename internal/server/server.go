@@ -55,6 +55,9 @@ type Config struct {
 	// "" disables it. AdminToken is its bearer token (default: generated
 	// and kept in Root/admin-token).
 	AdminAddress, AdminToken string
+	// MetricsToken, if set, is a bearer token /metrics requires (the
+	// admin token works too); "" leaves /metrics open.
+	MetricsToken string
 
 	// ConsoleAddress is the web console's listener (package console); ""
 	// disables it. ConsoleTLSCert and ConsoleTLSKey, both set, make it
@@ -102,7 +105,8 @@ type Config struct {
 	// LogJSON prints the banner as a JSON log line.
 	LogJSON bool
 	// BucketMetrics is how many buckets (the largest) get per-bucket
-	// object and byte gauges (0: none); BucketMetricsInterval how often
+	// object and byte gauges (0: none, the default: their labels name
+	// buckets to whoever reads /metrics); BucketMetricsInterval how often
 	// they are counted (a metadata scan; default 5m).
 	BucketMetrics         int
 	BucketMetricsInterval time.Duration
@@ -280,7 +284,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	var ready atomic.Bool
 	passCtx, cancelPasses := context.WithCancel(context.Background())
 	defer cancelPasses()
-	adminAPI, err := admin.New(admin.Config{Store: store, Limiter: limiter, Users: users, Token: adminToken,
+	adminAPI, err := admin.New(admin.Config{Store: store, Limiter: limiter, Users: users, Token: adminToken, MetricsToken: cfg.MetricsToken,
 		Registry: registry, Ready: ready.Load, Logger: cfg.Logger, Context: passCtx,
 		Overrides: overrides, Configured: configured})
 	if err != nil {

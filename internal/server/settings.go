@@ -39,9 +39,10 @@ type Output struct {
 // secretFlags are the settings that carry a secret, with the spelling
 // to use instead of the flag.
 var secretFlags = map[string]string{
-	"secret-key":  "B3_SECRET_KEY or --secret-key-file",
-	"admin-token": "B3_ADMIN_TOKEN or the generated <data>/admin-token",
-	"users":       "B3_USERS or the config file",
+	"secret-key":    "B3_SECRET_KEY or --secret-key-file",
+	"admin-token":   "B3_ADMIN_TOKEN or the generated <data>/admin-token",
+	"users":         "B3_USERS or the config file",
+	"metrics-token": "B3_METRICS_TOKEN",
 	// Not a secret, but its errors are not to show the value either.
 	"secret-key-file": "",
 }
@@ -176,7 +177,8 @@ func Settings() []Setting {
 			}
 			return err
 		}},
-		{"bucket-metrics", "100", "per-bucket object and byte gauges for the largest N buckets (0 = off)", func(c *Config, _ *Output, v string) error {
+		{"metrics-token", "", "bearer token /metrics requires, at least 16 characters (the admin token works too; default: /metrics is open)", str(func(c *Config) *string { return &c.MetricsToken })},
+		{"bucket-metrics", "0", "per-bucket object and byte gauges for the largest N buckets (0 = off; their bucket labels show bucket names to whoever reads /metrics: see --metrics-token)", func(c *Config, _ *Output, v string) error {
 			n, err := strconv.Atoi(v)
 			c.BucketMetrics = n
 			return err

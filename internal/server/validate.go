@@ -65,6 +65,7 @@ func settingRanges() []settingRange {
 		{"access-key", func(c *Config) error { return pair(c.AccessKey, c.SecretKey, "--access-key and --secret-key") }},
 		{"secret-key", func(c *Config) error { return minLen("the root secret key", c.SecretKey) }},
 		{"admin-token", func(c *Config) error { return minLen("the admin token", c.AdminToken) }},
+		{"metrics-token", func(c *Config) error { return minLen("the metrics token", c.MetricsToken) }},
 		{"segment-size", func(c *Config) error {
 			if c.SegmentSize < 1<<20 || c.SegmentSize > 1<<40 {
 				return errors.New("want 1MiB to 1TiB")
@@ -130,6 +131,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := minLen("the admin token", c.AdminToken); err != nil {
+		return err
+	}
+	if err := minLen("the metrics token", c.MetricsToken); err != nil {
 		return err
 	}
 	if err := pair(c.TLSCert, c.TLSKey, "the TLS certificate and key"); err != nil {

@@ -63,7 +63,7 @@ func TestShortSecretsRefused(t *testing.T) {
 		{"server flag", nil, append(server("d1"), "--access-key", "ROOTKEY", "--secret-key", "Sh0rtS3cret"), "root secret key has 11 characters, want at least 16"},
 		{"server env", []string{"B3_ACCESS_KEY=ROOTKEY", "B3_SECRET_KEY=Sh0rtS3cret"}, server("d2"), "root secret key has 11 characters"},
 		{"server config", nil, append(server("d3"), "--config", yaml), "root secret key has 11 characters"},
-		{"server file", []string{"B3_ACCESS_KEY=ROOTKEY"}, append(server("d4"), "--secret-key-file", shortFile), "root secret key has 11 characters"},
+		{"server file", []string{"B3_ACCESS_KEY=ROOTKEY"}, append(server("d4"), "--secret-key-file", shortFile), "setting secret-key-file (from flag --secret-key-file): the root secret key in " + shortFile + " has 11 characters"},
 		{"server token flag", nil, append(server("d5"), "--admin-token", "Sh0rtS3cret"), "admin token has 11 characters"},
 		{"server token env", []string{"B3_ADMIN_TOKEN=Sh0rtS3cret"}, server("d6"), "admin token has 11 characters"},
 		{"server token file", nil, server("token"), "admin token in " + filepath.Join(dir, "token", "admin-token") + " has 11 characters"},

@@ -126,7 +126,7 @@ func Settings() []Setting {
 			if c.SecretKey = strings.TrimRight(string(data), "\r\n"); c.SecretKey == "" {
 				return errors.New("the file is empty")
 			}
-			return nil
+			return minLen("the root secret key in "+v, c.SecretKey)
 		}},
 		{"users", "", "extra users, name:accesskey:secret[,...] (not persisted)", func(c *Config, _ *Output, v string) error {
 			users, err := ParseUsers(v)

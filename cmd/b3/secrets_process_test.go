@@ -202,3 +202,20 @@ func TestMetricsPrivate(t *testing.T) {
 		return strings.Contains(body, `b3_bucket_bytes{bucket="merger-plans-2027"}`)
 	})
 }
+
+// TestAdminUsersAddTaken: `b3 admin users add` with a taken name fails
+// (exit 1) saying why, and adds no one.
+func TestAdminUsersAddTaken(t *testing.T) {
+	s := testutil.StartServer(t, testutil.ServerOptions{})
+	run := adminProcess(t, s)
+	if out, code := run("users", "add", "bob"); code != 0 {
+		t.Fatalf("first bob: exit %d: %s", code, out)
+	}
+	out, code := run("users", "add", "Bob")
+	if want := `user name "Bob" is taken by access key B3`; code != 1 || !strings.Contains(out, want) || !strings.Contains(out, "choose another name (409)") {
+		t.Errorf("second bob: exit %d: %s; want 1 and %q", code, out, want)
+	}
+	if out, _ := run("users", "list"); strings.Count(strings.ToLower(out), "bob") != 1 {
+		t.Errorf("users after the refusal:\n%s", out)
+	}
+}

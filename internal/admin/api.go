@@ -37,7 +37,7 @@ var ErrNoSuchUser = errors.New("admin: no such removable user")
 // ErrUserConflict is returned (wrapped, saying why) by UserStore.Add for a
 // name that is another user's name or access key: names and access keys
 // share one namespace (s3api.UserConflict). The API answers 409.
-var ErrUserConflict = errors.New("user name taken")
+var ErrUserConflict = errors.New("user name refused")
 
 // Config configures the admin API.
 type Config struct {
@@ -263,7 +263,8 @@ func (s *Server) addUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	u, err := s.cfg.Users.Add(req.Name)
 	if errors.Is(err, ErrUserConflict) {
-		return &httpError{http.StatusConflict, err.Error() + ": choose another name"}
+		why := strings.TrimPrefix(err.Error(), ErrUserConflict.Error()+": ")
+		return &httpError{http.StatusConflict, why + " (user names are unique and no user's access key): choose another name"}
 	}
 	if err != nil {
 		return err

@@ -78,7 +78,7 @@ func UserConflict(others []User, u User) error {
 		}
 		switch {
 		case u.Name != "" && strings.EqualFold(u.Name, o.Name):
-			return fmt.Errorf("user name %q is taken (access key %s): names must be unique", u.Name, o.AccessKey)
+			return fmt.Errorf("user name %q is taken by access key %s", u.Name, o.AccessKey)
 		case u.Name != "" && strings.EqualFold(u.Name, o.AccessKey):
 			return fmt.Errorf("user name %q is another user's access key", u.Name)
 		case o.Name != "" && strings.EqualFold(u.AccessKey, o.Name):

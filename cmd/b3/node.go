@@ -187,6 +187,11 @@ func parseNode(args []string, getenv func(string) (string, bool), stderr io.Writ
 	// --secret-key, --admin-token or, as before, B3_ACCESS_KEY,
 	// B3_SECRET_KEY, B3_ADMIN_TOKEN.
 	cfg.AccessKey, cfg.SecretKey, cfg.AdminToken = sc.AccessKey, sc.SecretKey, sc.AdminToken
+	for _, v := range []struct{ name, value string }{{"the secret key", cfg.SecretKey}, {"the admin token", cfg.AdminToken}} {
+		if v.value != "" && len(v.value) < server.MinSecretLen {
+			return fail("%s has %d characters, want at least %d", v.name, len(v.value), server.MinSecretLen)
+		}
+	}
 	cfg.ClusterSecret, _ = getenv("B3_CLUSTER_SECRET")
 	if secretFile != "" {
 		data, err := os.ReadFile(secretFile)

@@ -26,6 +26,9 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Logger = out.NewLogger(stderr)
+	for _, w := range out.Warnings {
+		cfg.Logger.Warn(w)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

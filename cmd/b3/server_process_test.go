@@ -220,14 +220,7 @@ func TestStartupRefusals(t *testing.T) {
 	bin := testutil.Binary(t)
 	b3 := func(env []string, args ...string) (string, int) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}, env...)
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		return string(out), code
+		return runB3(t, bin, 0, env, args...)
 	}
 	out, code := b3(nil, "server", "--data", s.Data, "--address", testutil.FreeAddr(t), "--admin-address", "")
 	if want := "in use by pid " + strconv.Itoa(s.Proc.Cmd.Process.Pid); code == 0 || !strings.Contains(out, want) {

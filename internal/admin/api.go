@@ -47,6 +47,11 @@ type BucketWriter interface {
 	AbortUpload(bucket, key, uploadID string) error
 }
 
+// ErrUserConflict is returned (wrapped, saying why) by UserStore.Add for a
+// name that is another user's name or access key: names and access keys
+// share one namespace (s3api.UserConflict). The API answers 409.
+var ErrUserConflict = errors.New("user name refused")
+
 // Config configures the admin API.
 type Config struct {
 	Store *objstore.Store
@@ -56,6 +61,9 @@ type Config struct {
 	Limiter *iolimit.Limiter // nil: limits cannot be set
 	Users   UserStore        // nil: user management disabled
 	Token   string           // bearer token; must not be empty
+	// MetricsToken, if set, is a bearer token /metrics requires (the
+	// admin token is accepted too); "" leaves /metrics open.
+	MetricsToken string
 	// Registry is where /metrics reads from (default: a new registry with
 	// the Go and process collectors).
 	Registry *prometheus.Registry
@@ -101,7 +109,11 @@ func New(cfg Config) (*Server, error) {
 	m := s.mux
 	m.HandleFunc("GET /health/live", func(w http.ResponseWriter, _ *http.Request) { WriteJSON(w, 200, map[string]string{"status": "live"}) })
 	m.HandleFunc("GET /health/ready", s.ready)
-	m.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
+	metrics := promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})
+	if cfg.MetricsToken != "" {
+		metrics = s.authAny(metrics, cfg.MetricsToken, cfg.Token)
+	}
+	m.Handle("GET /metrics", metrics)
 	m.Handle("/debug/pprof/", s.auth(http.HandlerFunc(pprof.Index)))
 	m.Handle("/debug/pprof/cmdline", s.auth(http.HandlerFunc(pprof.Cmdline)))
 	m.Handle("/debug/pprof/profile", s.auth(http.HandlerFunc(pprof.Profile)))
@@ -158,11 +170,17 @@ func badRequest(format string, args ...any) error {
 	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
 }
 
-func (s *Server) auth(h http.Handler) http.Handler {
-	want := []byte("Bearer " + s.cfg.Token)
+func (s *Server) auth(h http.Handler) http.Handler { return s.authAny(h, s.cfg.Token) }
+
+// authAny serves h to requests bearing one of tokens, 401 to others.
+func (s *Server) authAny(h http.Handler, tokens ...string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		ok := 0
+		for _, t := range tokens {
+			ok |= subtle.ConstantTimeCompare(got, []byte("Bearer "+t))
+		}
+		if ok != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="b3-admin"`)
 			WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token"})
 			return
@@ -263,6 +281,10 @@ func (s *Server) addUser(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("name: 1..64 characters, no ':' ',' or newline")
 	}
 	u, err := s.cfg.Users.Add(req.Name)
+	if errors.Is(err, ErrUserConflict) {
+		why := strings.TrimPrefix(err.Error(), ErrUserConflict.Error()+": ")
+		return &httpError{http.StatusConflict, why + " (user names are unique and no user's access key): choose another name"}
+	}
 	if err != nil {
 		return err
 	}

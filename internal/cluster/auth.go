@@ -49,7 +49,15 @@ const (
 	// endpoints that protoHTTP serves.
 	protoForward     = 'F'
 	handshakeTimeout = 10 * time.Second
-	// MinSecretLen is the shortest cluster secret a node accepts.
+	// MinSecretLen is the shortest cluster secret a node accepts, from
+	// every source (B3_CLUSTER_SECRET, --cluster-secret-file, the copy
+	// kept in the data directory: loadSecret). It matters because the
+	// listener answers first: anyone who can connect gets
+	// HMAC(secret, "listener" | D | L) over a nonce D of their choosing
+	// before proving anything, which they can test guesses of the secret
+	// against offline, at their leisure. Only the secret's entropy bounds
+	// that; 16 characters is the floor, 32 random bytes (base64) the
+	// advice (docs/CLUSTER.md).
 	MinSecretLen = 16
 	secretFile   = "cluster-secret"
 )

@@ -61,6 +61,12 @@ type command struct {
 	Numbers  []int        `json:"numbers,omitempty"`
 	Stage    uint64       `json:"stage,omitempty"`
 	User     *User        `json:"user,omitempty"`
+	// UniqueName, on an add-user, has the apply refuse a user whose name
+	// or access key clashes with another's (userState.conflict). Leaders
+	// set it from the release that checks names on; entries older than
+	// that apply as they did, so replaying them ends where a snapshot
+	// taken before the upgrade does.
+	UniqueName bool `json:"unique_name,omitempty"`
 	// Delete is a deletion as the leader decided it (delete marker's
 	// version and time, the Object Lock check's instant, governance
 	// bypass); with opExpire, the marker a versioned bucket's expiry adds.

@@ -418,6 +418,9 @@ func open(cfg Config) (_ *Node, err error) {
 	if n.users, err = openUserState(cfg.Root); err != nil {
 		return nil, err
 	}
+	for _, clash := range n.users.clashes() { // users added before names were checked
+		n.log.Warn("user names clash: a policy or grant naming one applies to both; remove or replace one of them (docs/SECURITY.md)", "clash", clash)
+	}
 	n.pacer = iolimit.NewPacer(cfg.Pace)
 	n.limiter = iolimit.New(cfg.Limits, iolimit.WithPacer(n.pacer))
 	metaDir, dataDir := objstore.DefaultDirs(cfg.Root)

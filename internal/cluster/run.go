@@ -555,6 +555,9 @@ func (u nodeUsers) Remove(accessKey string) error {
 }
 
 func (n *Node) userCommand(c *command) error {
+	if err := n.users.checkUserCommand(c); err != nil {
+		return err
+	}
 	if n.leading() {
 		_, err := n.propose(c)
 		return err
@@ -578,6 +581,8 @@ func (n *Node) userCommand(c *command) error {
 		return nil
 	case http.StatusNotFound:
 		return admin.ErrNoSuchUser
+	case http.StatusConflict:
+		return fmt.Errorf("%w: %s", admin.ErrUserConflict, bytes.TrimSpace(bytes.TrimPrefix(msg, []byte(admin.ErrUserConflict.Error()+": "))))
 	}
 	return fmt.Errorf("leader: %s: %s", resp.Status, msg)
 }
@@ -610,10 +615,14 @@ func (n *Node) handleUserCommand(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	_, err = n.propose(c)
+	if err = n.users.checkUserCommand(c); err == nil {
+		_, err = n.propose(c)
+	}
 	switch {
 	case errors.Is(err, admin.ErrNoSuchUser):
 		http.Error(w, err.Error(), http.StatusNotFound)
+	case errors.Is(err, admin.ErrUserConflict):
+		http.Error(w, err.Error(), http.StatusConflict)
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 	}

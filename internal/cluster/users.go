@@ -69,6 +69,11 @@ func (u *userState) apply(c *command) error {
 	defer u.mu.Unlock()
 	switch c.Op {
 	case opAddUser:
+		if c.UniqueName {
+			if err := u.conflict(*c.User); err != nil {
+				return err
+			}
+		}
 		u.users[c.User.AccessKey] = *c.User
 	case opRemoveUser:
 		cur, ok := u.users[c.User.AccessKey]
@@ -78,6 +83,41 @@ func (u *userState) apply(c *command) error {
 		delete(u.users, c.User.AccessKey)
 	}
 	return u.save()
+}
+
+// conflict reports why x cannot join the users (s3api.UserConflict), as
+// an admin.ErrUserConflict; u.mu is held.
+func (u *userState) conflict(x User) error {
+	var others []s3api.User
+	for _, o := range u.list() {
+		others = append(others, s3api.User{Name: o.Name, AccessKey: o.AccessKey})
+	}
+	if err := s3api.UserConflict(others, s3api.User{Name: x.Name, AccessKey: x.AccessKey}); err != nil {
+		return fmt.Errorf("%w: %v", admin.ErrUserConflict, err)
+	}
+	return nil
+}
+
+// checkUserCommand readies a user command for the log: an add-user
+// is checked against the users here (the leader's before it proposes;
+// the apply checks again on every replica, UniqueName) and marked so.
+func (u *userState) checkUserCommand(c *command) error {
+	if c.Op != opAddUser || c.User == nil {
+		return nil
+	}
+	c.UniqueName = true
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.conflict(*c.User)
+}
+
+// clashes describes the users whose names clash (s3api.UserClashes).
+func (u *userState) clashes() []string {
+	var all []s3api.User
+	for _, x := range u.snapshot() {
+		all = append(all, s3api.User{Name: x.Name, AccessKey: x.AccessKey})
+	}
+	return s3api.UserClashes(all)
 }
 
 // save writes the users file and publishes the users; u.mu is held.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/b3-storage/b3/internal/authlimit"
 )
 
 //go:embed assets
@@ -50,6 +52,9 @@ type Config struct {
 	SampleEvery time.Duration
 	Logger      *slog.Logger
 	Now         func() time.Time
+	// Logins backs off failed logins per client address and access key
+	// (429 with Retry-After; default authlimit's defaults).
+	Logins *authlimit.Limiter
 }
 
 // Console is the console's http.Handler.
@@ -77,6 +82,9 @@ func New(cfg Config) *Console {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Logins == nil {
+		cfg.Logins = authlimit.New(authlimit.Config{Now: cfg.Now})
 	}
 	if cfg.IsAdmin == nil {
 		cfg.IsAdmin = func(string) bool { return false }

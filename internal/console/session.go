@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/b3-storage/b3/internal/authlimit"
 )
 
 // CookieName is the session cookie.
@@ -19,7 +22,13 @@ const CookieName = "b3_console"
 const CSRFHeader = "X-CSRF-Token"
 
 // maxSessions bounds the memory logins can take; the oldest goes first.
-const maxSessions = 10000
+// maxSessionsPerKey bounds one access key's share of it: logging in again
+// and again drops that key's own oldest session, never another user's
+// (a single user could otherwise fill the table and log everyone out).
+const (
+	maxSessions       = 10000
+	maxSessionsPerKey = 100
+)
 
 // session is one logged-in browser. secretKey stays in this process: the
 // console signs S3 requests with it and never sends it back. Whether the
@@ -35,12 +44,13 @@ type sessions struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu   sync.Mutex
-	byID map[string]*session
+	mu    sync.Mutex
+	byID  map[string]*session
+	byKey map[string]int // sessions per access key
 }
 
 func newSessions(ttl time.Duration, now func() time.Time) *sessions {
-	return &sessions{ttl: ttl, now: now, byID: map[string]*session{}}
+	return &sessions{ttl: ttl, now: now, byID: map[string]*session{}, byKey: map[string]int{}}
 }
 
 func randomToken() string {
@@ -55,22 +65,44 @@ func (ss *sessions) create(accessKey, secretKey string) *session {
 		created: now, expires: now.Add(ss.ttl)}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if ss.byKey[accessKey] >= maxSessionsPerKey {
+		ss.evict(now, func(o *session) bool { return o.accessKey == accessKey })
+	}
 	if len(ss.byID) >= maxSessions {
-		// Full: drop the expired ones, and if none, the oldest.
-		var oldest *session
-		for id, o := range ss.byID {
-			if !now.Before(o.expires) {
-				delete(ss.byID, id)
-			} else if oldest == nil || o.created.Before(oldest.created) {
-				oldest = o
-			}
-		}
-		if len(ss.byID) >= maxSessions {
-			delete(ss.byID, oldest.id)
-		}
+		ss.evict(now, func(*session) bool { return true })
 	}
 	ss.byID[s.id] = s
+	ss.byKey[accessKey]++
 	return s
+}
+
+// evict drops every expired session, and if none of those was one of
+// which, the oldest of which; ss.mu is held.
+func (ss *sessions) evict(now time.Time, which func(*session) bool) {
+	var oldest *session
+	freed := false
+	for _, o := range ss.byID {
+		if !now.Before(o.expires) {
+			freed = freed || which(o)
+			ss.drop(o)
+		} else if which(o) && (oldest == nil || o.created.Before(oldest.created)) {
+			oldest = o
+		}
+	}
+	if !freed && oldest != nil {
+		ss.drop(oldest)
+	}
+}
+
+// drop removes s; ss.mu is held.
+func (ss *sessions) drop(s *session) {
+	if _, ok := ss.byID[s.id]; !ok {
+		return
+	}
+	delete(ss.byID, s.id)
+	if ss.byKey[s.accessKey]--; ss.byKey[s.accessKey] <= 0 {
+		delete(ss.byKey, s.accessKey)
+	}
 }
 
 // get returns the live session of id, or nil.
@@ -79,7 +111,7 @@ func (ss *sessions) get(id string) *session {
 	defer ss.mu.Unlock()
 	s := ss.byID[id]
 	if s != nil && !ss.now().Before(s.expires) {
-		delete(ss.byID, id)
+		ss.drop(s)
 		return nil
 	}
 	return s
@@ -87,7 +119,9 @@ func (ss *sessions) get(id string) *session {
 
 func (ss *sessions) remove(id string) {
 	ss.mu.Lock()
-	delete(ss.byID, id)
+	if s := ss.byID[id]; s != nil {
+		ss.drop(s)
+	}
 	ss.mu.Unlock()
 }
 
@@ -170,10 +204,21 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "give an access key and a secret key")
 		return
 	}
+	// Back off an address that failed too often lately, before the
+	// credentials are checked: a right guess then is no different.
+	if wait := c.cfg.Logins.Blocked(r.RemoteAddr, req.AccessKey); wait > 0 {
+		secs := authlimit.RetryAfter(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins from this address: try again in %d seconds", secs))
+		return
+	}
 	probe := &session{accessKey: req.AccessKey, secretKey: req.SecretKey}
 	status, code := c.s3Status(r, probe, http.MethodGet, "/", "")
 	if status != http.StatusOK {
 		c.cfg.Logger.Info("console login refused", "access_key", req.AccessKey, "status", status, "code", code, "remote", r.RemoteAddr)
+		if status < 500 {
+			c.cfg.Logins.Failed(r.RemoteAddr, req.AccessKey)
+		}
 		if status >= 500 {
 			// The credentials were not judged: a replica group without
 			// a leader for the moment, or a server error.

@@ -31,11 +31,43 @@ func TestSessionsBounded(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ss := newSessions(time.Hour, func() time.Time { now = now.Add(time.Millisecond); return now })
 	first := ss.create("AK", "SK")
-	for range maxSessions {
-		ss.create("AK", "SK")
+	for i := range maxSessions {
+		ss.create(fmt.Sprintf("AK%d", i%(maxSessions/maxSessionsPerKey)), "SK")
 	}
 	if len(ss.byID) != maxSessions || ss.get(first.id) != nil {
 		t.Errorf("%d sessions, first still there: %v; want %d and the oldest gone", len(ss.byID), ss.get(first.id) != nil, maxSessions)
+	}
+}
+
+// TestSessionsPerKey: one user logging in over and over drops its own
+// oldest sessions, never another user's (it used to fill the table and
+// evict everyone's).
+func TestSessionsPerKey(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ss := newSessions(time.Hour, func() time.Time { now = now.Add(time.Millisecond); return now })
+	victim := ss.create("VICTIM", "SK")
+	var mine []*session
+	for range maxSessions + 1 {
+		mine = append(mine, ss.create("LOUD", "SK"))
+	}
+	if ss.get(victim.id) == nil {
+		t.Fatal("another user's logins logged the victim out")
+	}
+	if n := ss.byKey["LOUD"]; n != maxSessionsPerKey || len(ss.byID) != maxSessionsPerKey+1 {
+		t.Errorf("LOUD holds %d sessions (table %d), want %d", n, len(ss.byID), maxSessionsPerKey)
+	}
+	if ss.get(mine[len(mine)-maxSessionsPerKey-1].id) != nil || ss.get(mine[len(mine)-1].id) == nil {
+		t.Error("not the key's oldest session dropped")
+	}
+	ss.remove(victim.id)
+	if _, ok := ss.byKey["VICTIM"]; ok || ss.get(victim.id) != nil {
+		t.Errorf("logout left the session counted: %v", ss.byKey)
+	}
+	// Expired sessions of the key make room before a live one goes.
+	now = now.Add(2 * time.Hour)
+	fresh := ss.create("LOUD", "SK")
+	if ss.get(fresh.id) == nil || ss.byKey["LOUD"] != 1 {
+		t.Errorf("after expiry: %d sessions of LOUD", ss.byKey["LOUD"])
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/b3-storage/b3/internal/authlimit"
 	"github.com/b3-storage/b3/internal/checksum"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/s3auth"
@@ -79,6 +80,9 @@ type Config struct {
 	// the same for every server of a store, kept as long as the store. A
 	// Server without one makes a random key: its ids last as long as it.
 	VersionKey []byte
+	// AuthLimiter, if set, backs off addresses and access keys that fail
+	// to authenticate (authlimit.go): 503 SlowDown with Retry-After.
+	AuthLimiter *authlimit.Limiter
 }
 
 // Server is the S3 REST API over a Backend (an objstore.Store). It is an
@@ -242,7 +246,7 @@ func (s *Server) serve(rq *request) error {
 		// header: they authenticate (or not) themselves.
 		return rq.op.handle(s, rq)
 	}
-	if err := s.authenticate(rq); err != nil {
+	if err := s.authenticateLimited(rq); err != nil {
 		return err
 	}
 	if err := s.authorize(rq); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/b3-storage/b3/internal/authlimit"
 	"github.com/b3-storage/b3/internal/console"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
@@ -33,6 +34,7 @@ func startConsole(ctx context.Context, cfg Config, ln net.Listener, d consoleDep
 		S3: d.s3, Region: cfg.Region, S3Endpoint: d.s3URL,
 		Admin: d.admin, AdminToken: d.adminToken, IsAdmin: func(key string) bool { return key == d.root },
 		Metrics: d.registry, Usage: BucketUsage(d.store), Logger: cfg.Logger,
+		Logins: authlimit.New(cfg.authLimits()),
 	})
 	go c.Run(ctx)
 	srv := console.NewHTTPServer(c, cfg.Logger)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/b3-storage/b3/internal/admin"
+	"github.com/b3-storage/b3/internal/authlimit"
 	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/cache"
 	"github.com/b3-storage/b3/internal/iolimit"
@@ -56,6 +58,9 @@ type Config struct {
 	// "" disables it. AdminToken is its bearer token (default: generated
 	// and kept in Root/admin-token).
 	AdminAddress, AdminToken string
+	// MetricsToken, if set, is a bearer token /metrics requires (the
+	// admin token works too); "" leaves /metrics open.
+	MetricsToken string
 
 	// ConsoleAddress is the web console's listener (package console); ""
 	// disables it. ConsoleTLSCert and ConsoleTLSKey, both set, make it
@@ -103,10 +108,17 @@ type Config struct {
 	// LogJSON prints the banner as a JSON log line.
 	LogJSON bool
 	// BucketMetrics is how many buckets (the largest) get per-bucket
-	// object and byte gauges (0: none); BucketMetricsInterval how often
+	// object and byte gauges (0: none, the default: their labels name
+	// buckets to whoever reads /metrics); BucketMetricsInterval how often
 	// they are counted (a metadata scan; default 5m).
 	BucketMetrics         int
 	BucketMetricsInterval time.Duration
+	// AuthBackOff is how many failed authentications (wrong signatures,
+	// unknown access keys, wrong console logins) one client address may
+	// make in a row before its requests with credentials are held back:
+	// 503 SlowDown (S3) or 429 (console) with Retry-After, a second per
+	// further failure (package authlimit). 0: 10; negative: off.
+	AuthBackOff int
 
 	// Ready, if set, is called with the bound address once the server
 	// accepts connections (tests listen on port 0); AdminReady and
@@ -137,6 +149,12 @@ func (cfg *Config) defaults() {
 	if cfg.BucketMetricsInterval <= 0 {
 		cfg.BucketMetricsInterval = 5 * time.Minute
 	}
+}
+
+// authLimits configures the failed-authentication back-off.
+func (cfg *Config) authLimits() authlimit.Config {
+	n := cmp.Or(cfg.AuthBackOff, 10)
+	return authlimit.Config{AddrBurst: n, KeyBurst: 10 * n, Off: n < 0}
 }
 
 // ShutdownTimeout bounds the graceful shutdown: requests still running
@@ -236,7 +254,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		return err
 	}
 	root.Admin = true // MinIO's root: every bucket, whoever owns it
-	users, err := openUserStore(cfg.Root, append([]s3api.User{root}, cfg.Users...))
+	users, err := openUserStore(cfg.Root, append([]s3api.User{root}, cfg.Users...), cfg.Logger)
 	if err != nil {
 		return err
 	}
@@ -263,12 +281,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		return err
 	}
 	api := s3api.New(store, s3api.Config{Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Directory: users.dir,
-		MediaHeaders: cfg.MediaHeaders, MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: observe, VersionKey: versionKey})
+		MediaHeaders: cfg.MediaHeaders, MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: observe, VersionKey: versionKey,
+		AuthLimiter: authlimit.New(cfg.authLimits())})
 
 	var ready atomic.Bool
 	passCtx, cancelPasses := context.WithCancel(context.Background())
 	defer cancelPasses()
-	adminAPI, err := admin.New(admin.Config{Store: store, Limiter: limiter, Users: users, Token: adminToken,
+	adminAPI, err := admin.New(admin.Config{Store: store, Limiter: limiter, Users: users, Token: adminToken, MetricsToken: cfg.MetricsToken,
 		Registry: registry, Ready: ready.Load, Logger: cfg.Logger, Context: passCtx,
 		Overrides: overrides, Configured: configured})
 	if err != nil {

@@ -27,10 +27,25 @@ type Setting struct {
 	apply               func(c *Config, o *Output, v string) error
 }
 
-// Output is what the settings decide beyond Config: how to log.
+// Output is what the settings decide beyond Config: how to log, and
+// what to warn of once logging is set up.
 type Output struct {
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
+	// Warnings are said at start: secrets given as flags, which any
+	// local user reads in the process list (/proc/PID/cmdline).
+	Warnings []string
+}
+
+// secretFlags are the settings that carry a secret, with the spelling
+// to use instead of the flag.
+var secretFlags = map[string]string{
+	"secret-key":    "B3_SECRET_KEY or --secret-key-file",
+	"admin-token":   "B3_ADMIN_TOKEN or the generated <data>/admin-token",
+	"users":         "B3_USERS or the config file",
+	"metrics-token": "B3_METRICS_TOKEN",
+	// Not a secret, but its errors are not to show the value either.
+	"secret-key-file": "",
 }
 
 // Env is the environment variable of a setting.
@@ -97,7 +112,23 @@ func Settings() []Setting {
 		{"meta-dir", "", "metadata directory, put it on SSD (default <data>/meta)", str(func(c *Config) *string { return &c.MetaDir })},
 		{"data-dir", "", "segment directory, HDD is fine (default <data>/segments)", str(func(c *Config) *string { return &c.DataDir })},
 		{"access-key", "", "root access key (default: generated on first start)", str(func(c *Config) *string { return &c.AccessKey })},
-		{"secret-key", "", "root secret key", str(func(c *Config) *string { return &c.SecretKey })},
+		{"secret-key", "", "root secret key, at least 16 characters; prefer B3_SECRET_KEY or --secret-key-file: a flag is visible to every local user in the process list", str(func(c *Config) *string { return &c.SecretKey })},
+		{"secret-key-file", "", "file holding the root secret key (trailing newline ignored), instead of --secret-key", func(c *Config, _ *Output, v string) error {
+			if v == "" {
+				return nil
+			}
+			if c.SecretKey != "" {
+				return errors.New("give the root secret key once: --secret-key (B3_SECRET_KEY) or --secret-key-file, not both")
+			}
+			data, err := os.ReadFile(v)
+			if err != nil {
+				return err
+			}
+			if c.SecretKey = strings.TrimRight(string(data), "\r\n"); c.SecretKey == "" {
+				return errors.New("the file is empty")
+			}
+			return minLen("the root secret key in "+v, c.SecretKey)
+		}},
 		{"users", "", "extra users, name:accesskey:secret[,...] (not persisted)", func(c *Config, _ *Output, v string) error {
 			users, err := ParseUsers(v)
 			c.Users = users
@@ -132,7 +163,7 @@ func Settings() []Setting {
 		{"access-log", "false", "log every S3 request (request id, operation, status, bytes, duration)", boolean(func(c *Config) *bool { return &c.AccessLog })},
 		{"admin-address", "127.0.0.1:9001", "admin API, /metrics, /health, pprof listen address (\"\" disables)", str(func(c *Config) *string { return &c.AdminAddress })},
 		{"console-address", "127.0.0.1:9002", "web console listen address (\"\" disables); log in with any user's access key and secret key", str(func(c *Config) *string { return &c.ConsoleAddress })},
-		{"admin-token", "", "admin bearer token (default: generated into <data>/admin-token)", str(func(c *Config) *string { return &c.AdminToken })},
+		{"admin-token", "", "admin bearer token, at least 16 characters (default: generated into <data>/admin-token); prefer B3_ADMIN_TOKEN: a flag is visible in the process list", str(func(c *Config) *string { return &c.AdminToken })},
 		{"tls-cert", "", "PEM certificate chain of the S3 listener: with --tls-key, S3 is served over HTTPS (reloaded on SIGHUP and when the file changes)", str(func(c *Config) *string { return &c.TLSCert })},
 		{"tls-key", "", "PEM private key of --tls-cert", str(func(c *Config) *string { return &c.TLSKey })},
 		{"admin-tls-cert", "", "PEM certificate chain of the admin listener (HTTPS with --admin-tls-key)", str(func(c *Config) *string { return &c.AdminTLSCert })},
@@ -141,7 +172,19 @@ func Settings() []Setting {
 		{"console-tls-key", "", "PEM private key of --console-tls-cert", str(func(c *Config) *string { return &c.ConsoleTLSKey })},
 		{"tls-check-interval", "30s", "how often the TLS files are checked for a renewal (SIGHUP reloads at once)", dur(func(c *Config) *time.Duration { return &c.TLSCheckInterval })},
 		{"drain-delay", "5s", "on SIGTERM, how long /health/ready fails while requests are still served, before the listener closes (0 = none)", dur(func(c *Config) *time.Duration { return &c.DrainDelay })},
-		{"bucket-metrics", "100", "per-bucket object and byte gauges for the largest N buckets (0 = off)", func(c *Config, _ *Output, v string) error {
+		{"auth-backoff", "10", "failed authentications (wrong S3 signature or unknown access key, wrong console login) one client address may make in a row; then its requests with credentials get 503 SlowDown (console: 429) with Retry-After, one more allowed per second (0 = off)", func(c *Config, _ *Output, v string) error {
+			n, err := strconv.Atoi(v)
+			if err == nil && n < 0 {
+				err = errors.New("want 0 (off) or more")
+			}
+			c.AuthBackOff = n
+			if n == 0 {
+				c.AuthBackOff = -1
+			}
+			return err
+		}},
+		{"metrics-token", "", "bearer token /metrics requires, at least 16 characters (the admin token works too; default: /metrics is open)", str(func(c *Config) *string { return &c.MetricsToken })},
+		{"bucket-metrics", "0", "per-bucket object and byte gauges for the largest N buckets (0 = off; their bucket labels show bucket names to whoever reads /metrics: see --metrics-token)", func(c *Config, _ *Output, v string) error {
 			n, err := strconv.Atoi(v)
 			c.BucketMetrics = n
 			return err
@@ -275,6 +318,9 @@ func LoadSettings(args []string, getenv func(string) (string, bool), usage io.Wr
 		if !ok {
 			src = "the default"
 		}
+		if _, secret := secretFlags[name]; secret { // not into logs
+			return fmt.Errorf("setting %s (from %s): %w", name, src, err)
+		}
 		return fmt.Errorf("setting %s=%q (from %s): %w", name, *ptrs[name], src, err)
 	}
 	var cfg Config
@@ -289,6 +335,11 @@ func LoadSettings(args []string, getenv func(string) (string, bool), usage io.Wr
 			return Config{}, Output{}, bad(r.name, err)
 		}
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if instead, ok := secretFlags[f.Name]; ok && instead != "" && f.Value.String() != "" {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("--%s on the command line is visible to every local user (ps, /proc/PID/cmdline): give it as %s", f.Name, instead))
+		}
+	})
 	cfg.LogJSON = out.LogFormat == "json"
 	return cfg, out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -29,7 +30,7 @@ type userStore struct {
 	managed []s3api.User
 }
 
-func openUserStore(root string, fixed []s3api.User) (*userStore, error) {
+func openUserStore(root string, fixed []s3api.User, log *slog.Logger) (*userStore, error) {
 	st := &userStore{path: filepath.Join(root, UsersFile), fixed: fixed, dir: s3api.NewUserDirectory(nil)}
 	var docs []credentialsDoc
 	if _, err := ReadJSONFile(st.path, "users", &docs); err != nil {
@@ -38,14 +39,26 @@ func openUserStore(root string, fixed []s3api.User) (*userStore, error) {
 	for _, d := range docs {
 		st.managed = append(st.managed, s3api.User{Name: d.Name, AccessKey: d.AccessKey, SecretKey: d.SecretKey})
 	}
+	// Names were not checked before: a store (or B3_USERS) may hold a
+	// name twice, or a name that is another user's access key. They load
+	// as they are, so no one loses access at an upgrade, but policies and
+	// grants naming them are ambiguous: say which, so the operator
+	// removes one (b3 admin users remove).
+	for _, clash := range s3api.UserClashes(st.all()) {
+		log.Warn("user names clash: a policy or grant naming one applies to both; remove or replace one of them (docs/SECURITY.md)", "clash", clash)
+	}
 	st.publish()
 	return st, nil
 }
 
+// all is every user, the managed first; st.mu held or not yet shared.
+func (st *userStore) all() []s3api.User {
+	return append(append([]s3api.User{}, st.managed...), st.fixed...)
+}
+
 // publish hands the S3 API the current set; st.mu held or not yet shared.
 func (st *userStore) publish() {
-	all := append(append([]s3api.User{}, st.managed...), st.fixed...) // fixed win on a clash
-	st.dir.Set(all)
+	st.dir.Set(st.all()) // fixed win on a clash of access keys
 }
 
 func (st *userStore) save(users []s3api.User) error {
@@ -79,6 +92,9 @@ func (st *userStore) Add(name string) (admin.User, error) {
 	u := NewUser(name)
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if err := s3api.UserConflict(st.all(), u); err != nil {
+		return admin.User{}, fmt.Errorf("%w: %v", admin.ErrUserConflict, err)
+	}
 	next := append(append([]s3api.User{}, st.managed...), u)
 	if err := st.save(next); err != nil {
 		return admin.User{}, err
@@ -121,6 +137,9 @@ func LoadOrCreateAdminToken(root string) (string, error) {
 		tok := string(trimSpace(data))
 		if tok == "" {
 			return "", fmt.Errorf("admin token file %s is empty (delete it to generate a new token)", path)
+		}
+		if err := minLen("the admin token in "+path, tok); err != nil {
+			return "", fmt.Errorf("%w (delete the file to generate a new token)", err)
 		}
 		return tok, nil
 	}

@@ -43,6 +43,19 @@ func pair(a, b string, names string) error {
 	return nil
 }
 
+// MinSecretLen is the shortest root secret key and admin token b3
+// accepts (the cluster secret's minimum too, cluster.MinSecretLen): short
+// ones fall to guessing. AWS's secret keys have 40 characters, as do the
+// ones b3 generates.
+const MinSecretLen = 16
+
+func minLen(what, v string) error {
+	if v != "" && len(v) < MinSecretLen {
+		return fmt.Errorf("%s has %d characters, want at least %d", what, len(v), MinSecretLen)
+	}
+	return nil
+}
+
 // settingRanges lists the checks of every setting whose type admits
 // values b3 cannot use (parsing already refused malformed ones).
 func settingRanges() []settingRange {
@@ -50,6 +63,9 @@ func settingRanges() []settingRange {
 		{"address", func(c *Config) error { return hostPort(c.Address, false) }},
 		{"admin-address", func(c *Config) error { return hostPort(c.AdminAddress, true) }},
 		{"access-key", func(c *Config) error { return pair(c.AccessKey, c.SecretKey, "--access-key and --secret-key") }},
+		{"secret-key", func(c *Config) error { return minLen("the root secret key", c.SecretKey) }},
+		{"admin-token", func(c *Config) error { return minLen("the admin token", c.AdminToken) }},
+		{"metrics-token", func(c *Config) error { return minLen("the metrics token", c.MetricsToken) }},
 		{"segment-size", func(c *Config) error {
 			if c.SegmentSize < 1<<20 || c.SegmentSize > 1<<40 {
 				return errors.New("want 1MiB to 1TiB")
@@ -111,6 +127,15 @@ func (c *Config) Validate() error {
 	}
 	if c.VacuumThreshold < 0 || c.VacuumThreshold > 1 {
 		return fmt.Errorf("vacuum threshold %v: want a ratio in (0, 1]", c.VacuumThreshold)
+	}
+	if err := minLen("the root secret key", c.SecretKey); err != nil {
+		return err
+	}
+	if err := minLen("the admin token", c.AdminToken); err != nil {
+		return err
+	}
+	if err := minLen("the metrics token", c.MetricsToken); err != nil {
+		return err
 	}
 	if err := pair(c.TLSCert, c.TLSKey, "the TLS certificate and key"); err != nil {
 		return err

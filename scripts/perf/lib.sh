@@ -218,7 +218,7 @@ start_cluster() {
 	local deadline=$((SECONDS + 60))
 	leader=""
 	while [ $SECONDS -lt $deadline ]; do
-		leader=$("$B3_BIN" admin --endpoint "http://${adm[0]}" --token bench cluster status --json 2>/dev/null |
+		leader=$("$B3_BIN" admin --endpoint "http://${adm[0]}" --token bench-admin-token-000 cluster status --json 2>/dev/null |
 			python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])' 2>/dev/null)
 		[ -n "$leader" ] && break
 		sleep 0.5
@@ -245,7 +245,7 @@ start_node() {
 	if [ "$cluster_tls" = 1 ]; then
 		certs=(--cluster-tls-cert "$cluster_dir/certs/n$i.pem" --cluster-tls-key "$cluster_dir/certs/n$i-key.pem" --cluster-tls-ca "$cluster_dir/certs/ca.pem")
 	fi
-	B3_ACCESS_KEY=$access_key B3_SECRET_KEY=$secret_key B3_ADMIN_TOKEN=bench B3_CLUSTER_SECRET=bench-cluster-secret \
+	B3_ACCESS_KEY=$access_key B3_SECRET_KEY=$secret_key B3_ADMIN_TOKEN=bench-admin-token-000 B3_CLUSTER_SECRET=bench-cluster-secret \
 		"$B3_BIN" node --id "n$i" --data "$cluster_dir/n$i" --address "${s3[$((i - 1))]}" \
 		--cluster-address "${cl[$((i - 1))]}" --peers "$cluster_peers" --admin-address "${adm[$((i - 1))]}" \
 		"${console[@]}" "${certs[@]}" --log-level "${NODE_LOG_LEVEL:-warn}" >>"$out/node-n$i.log" 2>&1 &

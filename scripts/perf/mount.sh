@@ -33,7 +33,7 @@ for t in fio s3fs rclone fusermount3; do command -v $t >/dev/null || { echo "mis
 rm -rf "$work" && mkdir -p "$work/data" "$work/mnt"
 (cd "$root" && go build -o "$work/b3" ./cmd/b3)
 # No web console: its default port may be taken by another b3 on the machine.
-B3_CONSOLE_ADDRESS="" B3_ADMIN_TOKEN=perf B3_ACCESS_KEY=$ak B3_SECRET_KEY=$sk "$work/b3" server --data "$work/data" --address 127.0.0.1:$port \
+B3_CONSOLE_ADDRESS="" B3_ADMIN_TOKEN=perf-admin-token-0000 B3_ACCESS_KEY=$ak B3_SECRET_KEY=$sk "$work/b3" server --data "$work/data" --address 127.0.0.1:$port \
 	--admin-address 127.0.0.1:$((port + 1)) >"$work/server.log" 2>&1 &
 server=$!
 mpid=""
@@ -56,7 +56,7 @@ echo "$ak:$sk" >"$work/passwd" && chmod 600 "$work/passwd"
 # 3-round run left about 50 GB).
 empty_bucket() {
 	aws --endpoint-url "$endpoint" s3 rm --recursive --quiet "s3://$bucket/"
-	local admin=("$work/b3" admin --endpoint "http://127.0.0.1:$((port + 1))" --token perf)
+	local admin=("$work/b3" admin --endpoint "http://127.0.0.1:$((port + 1))" --token perf-admin-token-0000)
 	"${admin[@]}" vacuum start 0.01 >/dev/null || true # 409: a pass is already running
 	for _ in $(seq 600); do
 		"${admin[@]}" vacuum status --json | python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)["running"])' && break

@@ -39,7 +39,7 @@ for round in $(seq "${ROUNDS:-1}"); do
 	: >"$out/node-n$f.log"
 	started=$(date +%s.%N)
 	start_node "$f"
-	until "$B3_BIN" admin --endpoint "http://${adm[$((f - 1))]}" --token bench cluster status --json 2>/dev/null |
+	until "$B3_BIN" admin --endpoint "http://${adm[$((f - 1))]}" --token bench-admin-token-000 cluster status --json 2>/dev/null |
 		python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin).get("leader") else 1)' 2>/dev/null; do
 		sleep 0.1
 	done

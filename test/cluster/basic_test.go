@@ -178,6 +178,16 @@ func TestClusterS3ThroughEveryNode(t *testing.T) {
 	if _, err := alice.ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
 		t.Fatalf("ListBuckets as the new user through another node: %v", err)
 	}
+	// Names are unique and no access key's, through the leader and the
+	// followers alike (the leader checks, and every apply again).
+	for _, n := range c.Nodes {
+		nc := &admin.Client{Endpoint: "http://" + n.AdminAddr, Token: c.AdminToken}
+		for _, name := range []string{"alice", "ALICE", "root", u.AccessKey} {
+			if dup, err := nc.AddUser(ctx, name); err == nil || !strings.Contains(err.Error(), "(409)") {
+				t.Errorf("add %q through %s: %+v %v, want 409", name, n.ID, dup, err)
+			}
+		}
+	}
 
 	if err := c.WaitConverged(ctx); err != nil {
 		t.Fatal(err)

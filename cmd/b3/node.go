@@ -42,7 +42,8 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 // server's code (server.SharedFlags).
 var nodeShared = []string{"direct-io", "log-level", "log-format", "media-headers", "max-retention", "drain-delay",
 	"tls-cert", "tls-key", "admin-tls-cert", "admin-tls-key", "console-tls-cert", "console-tls-key", "tls-check-interval",
-	"meta-dir", "data-dir", "regions", "domain", "access-log", "access-key", "secret-key", "admin-token",
+	"meta-dir", "data-dir", "regions", "domain", "access-log", "access-key", "secret-key", "secret-key-file", "admin-token",
+	"metrics-token", "auth-backoff",
 	"vacuum-threshold", "bucket-metrics", "bucket-metrics-interval", "cache-size", "cache-max-object", "cache-policy"}
 
 // nodeExceptions are the settings of b3 server that b3 node does not
@@ -187,10 +188,9 @@ func parseNode(args []string, getenv func(string) (string, bool), stderr io.Writ
 	// --secret-key, --admin-token or, as before, B3_ACCESS_KEY,
 	// B3_SECRET_KEY, B3_ADMIN_TOKEN.
 	cfg.AccessKey, cfg.SecretKey, cfg.AdminToken = sc.AccessKey, sc.SecretKey, sc.AdminToken
-	for _, v := range []struct{ name, value string }{{"the secret key", cfg.SecretKey}, {"the admin token", cfg.AdminToken}} {
-		if v.value != "" && len(v.value) < server.MinSecretLen {
-			return fail("%s has %d characters, want at least %d", v.name, len(v.value), server.MinSecretLen)
-		}
+	cfg.MetricsToken, cfg.AuthBackOff = sc.MetricsToken, sc.AuthBackOff
+	for _, w := range out.Warnings {
+		cfg.Logger.Warn(w)
 	}
 	cfg.ClusterSecret, _ = getenv("B3_CLUSTER_SECRET")
 	if secretFile != "" {

@@ -61,7 +61,7 @@ func TestNodeSettingsPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"B3_CONFIG": file, "B3_DATA": "/env/data", "B3_DATA_DIR": "/hdd/segments",
-		"B3_CACHE_SIZE": "16MiB", "B3_REGION": "eu-north-1", "B3_ACCESS_KEY": "AK", "B3_SECRET_KEY": "SK", "B3_ADMIN_TOKEN": "tok",
+		"B3_CACHE_SIZE": "16MiB", "B3_REGION": "eu-north-1", "B3_ACCESS_KEY": "AK", "B3_SECRET_KEY": "SK-SK-SK-SK-SK-SK", "B3_ADMIN_TOKEN": "tok-tok-tok-tok-tok",
 		"B3_CLUSTER_SECRET": "secret-secret-secret"}
 	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	var stderr bytes.Buffer
@@ -92,7 +92,7 @@ func TestNodeSettingsPrecedence(t *testing.T) {
 		{"file int", cfg.BucketMetrics, 7},
 		{"default duration", cfg.BucketMetricsInterval, 5 * time.Minute},
 		{"file log format", cfg.LogJSON, true},
-		{"env keys", cfg.AccessKey + "/" + cfg.SecretKey + "/" + cfg.AdminToken, "AK/SK/tok"},
+		{"env keys", cfg.AccessKey + "/" + cfg.SecretKey + "/" + cfg.AdminToken, "AK/SK-SK-SK-SK-SK-SK/tok-tok-tok-tok-tok"},
 		{"env secret", cfg.ClusterSecret, "secret-secret-secret"},
 	}
 	for _, c := range checks {

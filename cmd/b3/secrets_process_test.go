@@ -67,8 +67,8 @@ func TestShortSecretsRefused(t *testing.T) {
 		{"server token flag", nil, append(server("d5"), "--admin-token", "Sh0rtS3cret"), "admin token has 11 characters"},
 		{"server token env", []string{"B3_ADMIN_TOKEN=Sh0rtS3cret"}, server("d6"), "admin token has 11 characters"},
 		{"server token file", nil, server("token"), "admin token in " + filepath.Join(dir, "token", "admin-token") + " has 11 characters"},
-		{"node secret key", []string{"B3_CLUSTER_SECRET=" + long, "B3_ACCESS_KEY=ROOTKEY", "B3_SECRET_KEY=Sh0rtS3cret"}, node("n1"), "B3_SECRET_KEY has 11 characters, want at least 16"},
-		{"node token", []string{"B3_CLUSTER_SECRET=" + long, "B3_ADMIN_TOKEN=Sh0rtS3cret"}, node("n2"), "B3_ADMIN_TOKEN has 11 characters"},
+		{"node secret key", []string{"B3_CLUSTER_SECRET=" + long, "B3_ACCESS_KEY=ROOTKEY", "B3_SECRET_KEY=Sh0rtS3cret"}, node("n1"), "(from environment variable B3_SECRET_KEY): the root secret key has 11 characters, want at least 16"},
+		{"node token", []string{"B3_CLUSTER_SECRET=" + long, "B3_ADMIN_TOKEN=Sh0rtS3cret"}, node("n2"), "(from environment variable B3_ADMIN_TOKEN): the admin token has 11 characters"},
 		{"node cluster secret env", []string{"B3_CLUSTER_SECRET=Sh0rtS3cret"}, node("n3"), "cluster secret has 11 characters, want at least 16"},
 		{"node cluster secret file", nil, append(node("n4"), "--cluster-secret-file", shortFile), "cluster secret has 11 characters"},
 	} {

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/b3-storage/b3/internal/authlimit"
 	"github.com/b3-storage/b3/internal/console"
 	"github.com/b3-storage/b3/internal/server"
 )
@@ -24,6 +25,7 @@ func (n *Node) startConsole(ln net.Listener, s3 http.Handler, admin http.Handler
 		S3: s3, Region: n.cfg.Region, S3Endpoint: s3URL,
 		Admin: admin, AdminToken: token, IsAdmin: n.users.isRoot, Cluster: admin != nil,
 		Metrics: n.registry, Usage: server.BucketUsage(n.store), Logger: n.log,
+		Logins: authlimit.New(server.AuthLimits(n.cfg.AuthBackOff)),
 	})
 	n.wg.Add(1)
 	go func() {

@@ -96,6 +96,12 @@ type Config struct {
 	Replication Replication // default Sync
 
 	AdminAddress, AdminToken string
+	// MetricsToken, if set, is a bearer token /metrics requires (the
+	// admin token works too), as on b3 server.
+	MetricsToken string
+	// AuthBackOff is --auth-backoff: failed authentications one client
+	// address may make in a row before it is held back (server.AuthLimits).
+	AuthBackOff int
 	// ConsoleAddress is the web console's listener ("": none).
 	ConsoleAddress string
 	// TLS key pairs (PEM files) of the S3, admin and console listeners,

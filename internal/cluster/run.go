@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/b3-storage/b3/internal/admin"
+	"github.com/b3-storage/b3/internal/authlimit"
 	"github.com/b3-storage/b3/internal/s3api"
 	"github.com/b3-storage/b3/internal/server"
 )
@@ -85,7 +86,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		observe = server.AccessLog(n.log, observe)
 	}
 	n.api = s3api.New(n.backend, s3api.Config{Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Directory: n.users.dir, MediaHeaders: cfg.MediaHeaders,
-		MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: observe, VersionKey: VersionKey(n.secret)})
+		MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: observe, VersionKey: VersionKey(n.secret),
+		// The leader sees each client's own address (forward.go), so the
+		// back-off holds back the failing client, not a whole follower.
+		AuthLimiter: authlimit.New(server.AuthLimits(cfg.AuthBackOff))})
 	proxy := n.newProxy()
 
 	// The S3, admin and console listeners and their key pairs, as b3
@@ -468,7 +472,8 @@ func (n *Node) adminHandler() (http.Handler, *admin.Server, error) {
 	if token == "" {
 		return nil, nil, errors.New("--admin-address needs an admin token (B3_ADMIN_TOKEN)")
 	}
-	inner, err := admin.New(admin.Config{Store: n.store, Writes: n.backend, Limiter: n.limiter, Users: nodeUsers{n}, Token: token, Logger: n.log, Registry: n.registry,
+	inner, err := admin.New(admin.Config{Store: n.store, Writes: n.backend, Limiter: n.limiter, Users: nodeUsers{n}, Token: token, MetricsToken: n.cfg.MetricsToken,
+		Logger: n.log, Registry: n.registry,
 		Ready: func() bool { _, id := n.raft.LeaderWithID(); return id != "" && !n.faulty.Load() }, Context: n.closing,
 		Overrides: n.overrides, Configured: n.configured})
 	if err != nil {

@@ -152,8 +152,12 @@ func (cfg *Config) defaults() {
 }
 
 // authLimits configures the failed-authentication back-off.
-func (cfg *Config) authLimits() authlimit.Config {
-	n := cmp.Or(cfg.AuthBackOff, 10)
+func (cfg *Config) authLimits() authlimit.Config { return AuthLimits(cfg.AuthBackOff) }
+
+// AuthLimits is the failed-authentication back-off of --auth-backoff n
+// (0: the default, 10; below 0: off), for b3 server and b3 node alike.
+func AuthLimits(n int) authlimit.Config {
+	n = cmp.Or(n, 10)
 	return authlimit.Config{AddrBurst: n, KeyBurst: 10 * n, Off: n < 0}
 }
 

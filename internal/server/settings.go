@@ -335,13 +335,21 @@ func LoadSettings(args []string, getenv func(string) (string, bool), usage io.Wr
 			return Config{}, Output{}, bad(r.name, err)
 		}
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if instead, ok := secretFlags[f.Name]; ok && instead != "" && f.Value.String() != "" {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("--%s on the command line is visible to every local user (ps, /proc/PID/cmdline): give it as %s", f.Name, instead))
-		}
-	})
+	out.Warnings = append(out.Warnings, secretFlagWarnings(fs)...)
 	cfg.LogJSON = out.LogFormat == "json"
 	return cfg, out, nil
+}
+
+// secretFlagWarnings warns of each secret given as a flag on fs's command
+// line, which every local user reads in the process list.
+func secretFlagWarnings(fs *flag.FlagSet) []string {
+	var out []string
+	fs.Visit(func(f *flag.Flag) {
+		if instead, ok := secretFlags[f.Name]; ok && instead != "" && f.Value.String() != "" {
+			out = append(out, fmt.Sprintf("--%s on the command line is visible to every local user (ps, /proc/PID/cmdline): give it as %s", f.Name, instead))
+		}
+	})
+	return out
 }
 
 // readConfigFile reads a YAML config file: a map of setting names to
@@ -477,6 +485,9 @@ func SharedFlags(fs *flag.FlagSet, names ...string) func() (Config, Output, erro
 			case set[name]:
 				src = "flag --" + name
 			}
+			if _, secret := secretFlags[name]; secret { // not into logs
+				return fmt.Errorf("setting %s (from %s): %w", name, src, err)
+			}
 			return fmt.Errorf("setting %s=%q (from %s): %w", name, values[name].s, src, err)
 		}
 		var cfg Config
@@ -493,6 +504,7 @@ func SharedFlags(fs *flag.FlagSet, names ...string) func() (Config, Output, erro
 				}
 			}
 		}
+		out.Warnings = append(out.Warnings, secretFlagWarnings(fs)...)
 		cfg.LogJSON = out.LogFormat == "json"
 		return cfg, out, nil
 	}

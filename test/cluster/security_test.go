@@ -433,3 +433,37 @@ func getAll(ctx context.Context, t *testing.T, cl *s3.Client, bucket, key string
 	b, _ := io.ReadAll(out.Body)
 	return b
 }
+
+// TestClusterAuthBackOffThroughFollower: the leader backs off the client
+// that keeps failing to authenticate, by its own address, also when it
+// sends through a follower: the guesser (127.0.0.3) is held back (503
+// SlowDown), the user beside it on another address (127.0.0.4), through
+// the same follower, is not.
+func TestClusterAuthBackOffThroughFollower(t *testing.T) {
+	c := testutil.StartCluster(t, testutil.ClusterOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := c.Nodes[(leader+1)%len(c.Nodes)]
+	ak, sk := c.Keys()
+	from := func(ip string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}).DialContext
+	}
+	guesser := testutil.S3ClientDial(follower.Endpoint(), ak, "guess/000000000000000000000000000000000000", 10*time.Second, from("127.0.0.3"))
+	for range 10 {
+		if _, err := guesser.ListBuckets(ctx, &s3.ListBucketsInput{}); testutil.APICode(err) != "SignatureDoesNotMatch" {
+			t.Fatalf("a wrong secret through %s: %v, want SignatureDoesNotMatch", follower.ID, err)
+		}
+	}
+	right := testutil.S3ClientDial(follower.Endpoint(), ak, sk, 10*time.Second, from("127.0.0.3"))
+	if _, err := right.ListBuckets(ctx, &s3.ListBucketsInput{}); testutil.APICode(err) != "SlowDown" {
+		t.Errorf("the right secret from the guessing address after 10 failures: %v, want SlowDown", err)
+	}
+	elsewhere := testutil.S3ClientDial(follower.Endpoint(), ak, sk, 10*time.Second, from("127.0.0.4"))
+	if _, err := elsewhere.ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
+		t.Errorf("the user from another address, through the same follower: %v", err)
+	}
+}

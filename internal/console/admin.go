@@ -4,12 +4,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/b3-storage/b3/internal/admin"
 )
 
 // adminProxy runs /api/admin/{path} as the admin API's /admin/v1/{path},
 // in process, with the admin token; adminOnly has checked the user is an
 // admin. The admin API stays the one place its rules live.
-func (c *Console) adminProxy(w http.ResponseWriter, r *http.Request, _ *session) {
+func (c *Console) adminProxy(w http.ResponseWriter, r *http.Request, s *session) {
 	rest := strings.TrimPrefix(r.URL.Path, "/api/admin/")
 	var body io.Reader = http.NoBody
 	if r.Body != nil {
@@ -28,6 +30,8 @@ func (c *Console) adminProxy(w http.ResponseWriter, r *http.Request, _ *session)
 	req.RequestURI = target
 	req.RemoteAddr = r.RemoteAddr
 	req.Header.Set("Authorization", "Bearer "+c.cfg.AdminToken)
+	// The admin API's audit log names who acted: the logged-in user.
+	req.Header.Set(admin.ActorHeader, "console:"+s.accessKey)
 	req.Header.Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	c.cfg.Admin.ServeHTTP(w, req)

@@ -234,3 +234,21 @@ func TestConsoleCluster(t *testing.T) {
 		t.Errorf("cluster status on the console: %s %s (%v), want 3 members led by %s", resp.Status, body, err, cl.Nodes[leader].ID)
 	}
 }
+
+// TestConsoleAdminAudit: an admin change made through the console is
+// logged under the user who made it, not as an unknown actor.
+func TestConsoleAdminAudit(t *testing.T) {
+	srv := testutil.StartServer(t, testutil.ServerOptions{})
+	accessKey, secretKey := srv.Keys()
+	root := newClient(t, "http://"+srv.ConsoleAddr)
+	if resp := root.login(accessKey, secretKey); resp.StatusCode != http.StatusOK {
+		t.Fatalf("root login: %s", resp.Status)
+	}
+	resp, body := root.do("POST", "/api/admin/users", []byte(`{"name":"audited"}`), map[string]string{console.CSRFHeader: root.csrf, "Content-Type": "application/json"})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("add a user through the console: %s %s", resp.Status, body)
+	}
+	testutil.WaitFor(t, "the audit line naming the console's user", func() bool {
+		return strings.Contains(srv.Proc.Output.String(), "actor=console:"+accessKey)
+	})
+}

@@ -31,17 +31,13 @@ func mountFaultFS(t *testing.T, dir, mnt string) *faultFS {
 			t.Fatal(err)
 		}
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(dir, &st); err != nil {
+	f := &faultFS{mnt: mnt}
+	loopback, err := fs.NewLoopbackRoot(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	f := &faultFS{mnt: mnt}
-	root := &fs.LoopbackRoot{Path: dir, Dev: uint64(st.Dev)}
-	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-		return &faultNode{LoopbackNode: fs.LoopbackNode{RootData: r}, fs: f}
-	}
-	rootNode := &faultNode{LoopbackNode: fs.LoopbackNode{RootData: root}, fs: f}
-	root.RootNode = rootNode
+	rootNode := &faultNode{LoopbackNode: loopback.(*fs.LoopbackNode), fs: f}
+	rootNode.RootData.RootNode = rootNode
 	server, err := fs.Mount(mnt, rootNode, &fs.Options{MountOptions: fuse.MountOptions{FsName: "b3-faultfs", Name: "faultfs", DirectMount: true}})
 	if err != nil {
 		t.Fatalf("mount the fault-injecting FUSE file system (the test needs /dev/fuse and root): %v", err)
@@ -57,15 +53,25 @@ func (f *faultFS) unmount() {
 	}
 }
 
+// faultNode is a loopback node whose files fail while the file system
+// does; every node below the root is one too (WrapChild).
 type faultNode struct {
-	fs.LoopbackNode
+	*fs.LoopbackNode
 	fs *faultFS
 }
 
 var (
-	_ fs.NodeCreater = (*faultNode)(nil)
-	_ fs.NodeOpener  = (*faultNode)(nil)
+	_ fs.NodeCreater     = (*faultNode)(nil)
+	_ fs.NodeOpener      = (*faultNode)(nil)
+	_ fs.NodeWrapChilder = (*faultNode)(nil)
 )
+
+func (n *faultNode) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	if lb, ok := ops.(*fs.LoopbackNode); ok {
+		return &faultNode{LoopbackNode: lb, fs: n.fs}
+	}
+	return ops
+}
 
 func (n *faultNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	if n.fs.failing.Load() {

@@ -130,6 +130,15 @@ func operationAccess(op *operation) access {
 // objectAccess is what op asks of the caller acting on versionID of an
 // object ("" for the current object): the version's own action, decided
 // against that version's ACL and tags.
+//
+// No bucket grant changes a version: WRITE on the bucket creates objects
+// (and, for DeleteObject, delete markers), but AWS gives
+// s3:DeleteObjectVersion through it to the bucket owner alone, and the
+// other version writes (tags, retention, legal hold) to no grant at all.
+// So with a versionId a write needs the owner or a policy Allow: neither
+// the WRITE grant nor the legacy permWrite shortcut opens it. A version's
+// own grants still apply where AWS applies them (READ: GetObjectVersion;
+// READ_ACP/WRITE_ACP: Get/PutObjectVersionAcl).
 func objectAccess(op *operation, versionID string) access {
 	a := operationAccess(op)
 	action, ok := versionActions[op.name]
@@ -139,6 +148,12 @@ func objectAccess(op *operation, versionID string) access {
 	a.action, a.version = action, versionID
 	if a.also != "" {
 		a.also = "s3:GetObjectVersion"
+	}
+	if a.acl == aclBucketWrite {
+		a.acl = aclNone
+	}
+	if a.perm == permWrite {
+		a.perm = permOwner
 	}
 	return a
 }

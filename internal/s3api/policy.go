@@ -160,11 +160,27 @@ func objectAccess(op *operation, versionID string) access {
 
 // requestAccess is what the request asks of the caller: on an object,
 // the version its versionId names (parsed by route), if any.
+//
+// GetObjectAttributes is AWS's one exception to "the version actions with
+// a versionId": on a bucket that is versioned it needs
+// s3:GetObjectVersionAttributes and s3:GetObjectVersion even without one
+// (its API reference, Permissions), decided against the current object.
+// A bucket that has had versioning (Enabled or Suspended; Object Lock
+// enables it) counts as versioned.
 func requestAccess(rq *request) access {
 	if rq.key == "" {
 		return operationAccess(rq.op)
 	}
-	return objectAccess(rq.op, rq.version)
+	a := objectAccess(rq.op, rq.version)
+	if rq.op.name == "GetObjectAttributes" && rq.version == "" && hasVersioning(rq.bucketRec) {
+		a.action, a.also = versionActions[rq.op.name], "s3:GetObjectVersion"
+	}
+	return a
+}
+
+// hasVersioning reports whether b has (or had) versioning.
+func hasVersioning(b *meta.Bucket) bool {
+	return b != nil && (b.Versioning != "" || b.ObjectLock)
 }
 
 // managesPolicy reports whether action reads or changes the bucket

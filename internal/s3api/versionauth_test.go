@@ -124,35 +124,68 @@ func TestVersionsNeedVersionActions(t *testing.T) {
 	}
 }
 
-// TestVersionAttributesNeedBothActions: GetObjectAttributes of a version
-// needs s3:GetObjectVersionAttributes and s3:GetObjectVersion, and
-// answers for the version named.
+// TestVersionAttributesNeedBothActions: GetObjectAttributes on a
+// versioned bucket needs s3:GetObjectVersionAttributes and
+// s3:GetObjectVersion, with a versionId or without (AWS's API reference,
+// Permissions; review finding 6), and answers for the version named; on a
+// bucket that never had versioning s3:GetObjectAttributes and
+// s3:GetObject do.
 func TestVersionAttributesNeedBothActions(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	ids := e.putVersions("attrs", "k", "one", "second")
-	attrs := func(version string) (*s3.GetObjectAttributesOutput, error) {
-		in := &s3.GetObjectAttributesInput{Bucket: aws.String("attrs"), Key: aws.String("k"),
+	e.mustCreateBucket("plain")
+	e.mustPut("plain", "k", []byte("plain"))
+	attrs := func(bucket, version string) (*s3.GetObjectAttributesOutput, error) {
+		in := &s3.GetObjectAttributesInput{Bucket: aws.String(bucket), Key: aws.String("k"),
 			ObjectAttributes: []types.ObjectAttributes{types.ObjectAttributesObjectSize}}
 		if version != "" {
 			in.VersionId = &version
 		}
 		return e.other().GetObjectAttributes(ctx, in)
 	}
-	e.putPolicy("attrs", `{"Effect":"Allow","Principal":{"AWS":"other"},"Action":["s3:GetObjectAttributes","s3:GetObjectVersionAttributes"],"Resource":"arn:aws:s3:::$B/*"}`)
-	_, err := attrs(ids[0])
+	allow := func(actions string) {
+		t.Helper()
+		for _, b := range []string{"attrs", "plain"} {
+			e.putPolicy(b, `{"Effect":"Allow","Principal":{"AWS":"other"},"Action":`+actions+`,"Resource":"arn:aws:s3:::$B/*"}`)
+		}
+	}
+	allow(`["s3:GetObjectAttributes","s3:GetObjectVersionAttributes"]`)
+	_, err := attrs("attrs", ids[0])
 	wantCode(t, err, "AccessDenied")
-	e.putPolicy("attrs", `{"Effect":"Allow","Principal":{"AWS":"other"},"Action":["s3:GetObject","s3:GetObjectAttributes","s3:GetObjectVersionAttributes"],"Resource":"arn:aws:s3:::$B/*"}`)
-	if out, err := attrs(""); err != nil || aws.ToInt64(out.ObjectSize) != 6 {
+	_, err = attrs("attrs", "")
+	wantCode(t, err, "AccessDenied")
+	_, err = attrs("plain", "")
+	wantCode(t, err, "AccessDenied")
+
+	// The current object's actions open a bucket without versioning
+	// only.
+	allow(`["s3:GetObject","s3:GetObjectAttributes"]`)
+	if out, err := attrs("plain", ""); err != nil || aws.ToInt64(out.ObjectSize) != 5 {
+		t.Fatalf("attributes of an object of a bucket without versioning: %+v %v", out, err)
+	}
+	_, err = attrs("attrs", "")
+	wantCode(t, err, "AccessDenied")
+	_, err = attrs("attrs", ids[0])
+	wantCode(t, err, "AccessDenied")
+	// Suspending versioning does not make the bucket unversioned.
+	if _, err := e.root().PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("attrs"),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusSuspended}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = attrs("attrs", "")
+	wantCode(t, err, "AccessDenied")
+
+	allow(`["s3:GetObjectVersion","s3:GetObjectVersionAttributes"]`)
+	if out, err := attrs("attrs", ""); err != nil || aws.ToInt64(out.ObjectSize) != 6 || aws.ToString(out.VersionId) != ids[1] {
 		t.Fatalf("attributes of the current object: %+v %v", out, err)
 	}
-	_, err = attrs(ids[0])
-	wantCode(t, err, "AccessDenied")
-	e.putPolicy("attrs", `{"Effect":"Allow","Principal":{"AWS":"other"},"Action":["s3:GetObjectVersion","s3:GetObjectVersionAttributes"],"Resource":"arn:aws:s3:::$B/*"}`)
-	out, err := attrs(ids[0])
+	out, err := attrs("attrs", ids[0])
 	if err != nil || aws.ToInt64(out.ObjectSize) != 3 || aws.ToString(out.VersionId) != ids[0] {
 		t.Fatalf("attributes of version 1: %+v %v", out, err)
 	}
+	_, err = attrs("plain", "")
+	wantCode(t, err, "AccessDenied")
 }
 
 // TestVersionACLsAreTheVersions: a user with WRITE on the bucket who

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/b3-storage/b3/internal/meta"
 )
 
 // actionCase is one request of the operation table: how it is sent, the
@@ -24,6 +26,9 @@ type actionCase struct {
 	// vAction, vAlso: with ?versionId=null on an object; vAction ""
 	// means the operation ignores versionId (same actions as without).
 	vAction, vAlso string
+	// onVersioned, onVersionedAlso: without versionId on a bucket that
+	// has (or had) versioning; "" means the same as action and also.
+	onVersioned, onVersionedAlso string
 }
 
 // operationTable is every operation b3 routes. TestOperationActions fails
@@ -88,8 +93,11 @@ var operationTable = []actionCase{
 	{method: "DELETE", path: "/b/k", query: "tagging", op: "DeleteObjectTagging", action: "s3:DeleteObjectTagging", vAction: "s3:DeleteObjectVersionTagging"},
 	{method: "GET", path: "/b/k", query: "acl", op: "GetObjectAcl", action: "s3:GetObjectAcl", vAction: "s3:GetObjectVersionAcl"},
 	{method: "PUT", path: "/b/k", query: "acl", op: "PutObjectAcl", action: "s3:PutObjectAcl", vAction: "s3:PutObjectVersionAcl"},
+	// GetObjectAttributes: on a versioned bucket the version actions,
+	// with a versionId or without (its API reference, Permissions).
 	{method: "GET", path: "/b/k", query: "attributes", op: "GetObjectAttributes",
-		action: "s3:GetObjectAttributes", also: "s3:GetObject", vAction: "s3:GetObjectVersionAttributes", vAlso: "s3:GetObjectVersion"},
+		action: "s3:GetObjectAttributes", also: "s3:GetObject", vAction: "s3:GetObjectVersionAttributes", vAlso: "s3:GetObjectVersion",
+		onVersioned: "s3:GetObjectVersionAttributes", onVersionedAlso: "s3:GetObjectVersion"},
 	// Object Lock has no version actions: the same action, decided
 	// against the version named.
 	{method: "GET", path: "/b/k", query: "retention", op: "GetObjectRetention", action: "s3:GetObjectRetention", vAction: "s3:GetObjectRetention"},
@@ -142,6 +150,18 @@ func TestOperationActions(t *testing.T) {
 			if a.action != c.action || a.also != c.also || a.version != "" {
 				t.Errorf("without versionId: %q also %q (version %q), want %q also %q", a.action, a.also, a.version, c.action, c.also)
 			}
+			onVersioned, onVersionedAlso := c.onVersioned, c.onVersionedAlso
+			if onVersioned == "" {
+				onVersioned, onVersionedAlso = c.action, c.also
+			}
+			for _, b := range []meta.Bucket{{Versioning: meta.VersioningEnabled}, {Versioning: meta.VersioningSuspended}, {ObjectLock: true}} {
+				rq.bucketRec = &b
+				if a := requestAccess(rq); a.action != onVersioned || a.also != onVersionedAlso || a.version != "" {
+					t.Errorf("without versionId on a bucket with versioning %q (lock %v): %q also %q (version %q), want %q also %q",
+						b.Versioning, b.ObjectLock, a.action, a.also, a.version, onVersioned, onVersionedAlso)
+				}
+			}
+			rq.bucketRec = nil
 			want, wantAlso, wantVersion := c.vAction, c.vAlso, "null"
 			if want == "" {
 				want, wantAlso, wantVersion = c.action, c.also, ""

@@ -192,21 +192,70 @@ func (s *Server) aclAllows(rq *request, b *meta.Bucket, who policy.Principal, a 
 
 // decisionObject reads the record a decision is about: key's version
 // (delete markers included), or with version "" its current object, which
-// the request keeps (rq.objRec) for the handler and a second decision to
-// reuse. A version is never kept there: rq.objRec stands for the current
-// object.
+// the request keeps (rq.judged, and rq.objRec if there is one) for the
+// handler and a second decision to reuse. A version is never kept there:
+// they stand for the current object.
 func (s *Server) decisionObject(rq *request, bucket, key, version string) (*meta.Object, error) {
 	if version != "" {
 		return s.store.HeadVersion(bucket, key, version)
 	}
-	if o := rq.objRec; o != nil && o.Bucket == bucket && o.Key == key {
-		return o, nil
+	if j := rq.judged; j != nil && j.bucket == bucket && j.key == key {
+		return j.obj, j.err
 	}
 	o, err := s.store.HeadObject(bucket, key)
-	if err == nil {
+	switch {
+	case err == nil:
 		rq.objRec = o
+		rq.judged = &judgedRecord{bucket: bucket, key: key, obj: o}
+	case missingObject(err):
+		rq.judged = &judgedRecord{bucket: bucket, key: key, err: err}
 	}
 	return o, err
+}
+
+// judgedRecord is the current record of bucket/key a decision read: obj,
+// or none (err).
+type judgedRecord struct {
+	bucket, key string
+	obj         *meta.Object
+	err         error
+}
+
+// actOnJudged keeps a handler to the record its decision judged: obj is
+// the current record of key that the handler read after the decision and
+// is about to serve or change. If the decision read key's current record
+// (its ACL, its tags) and obj is another write (a PUT came in between),
+// the decision is taken again, against obj, before anything of obj is
+// served or changed: one version's grants must never open another's
+// bytes. A change of the same write's ACL or tags in between is ordered
+// after the request, which still acts on the bytes it was allowed. A
+// decision that read no record (the owner's without a policy, most policy
+// Allows) did not depend on it, and costs nothing more here.
+//
+// It may run inside a store's update callback, under the key's lock: the
+// decision it takes reads no record but obj.
+func (s *Server) actOnJudged(rq *request, b *meta.Bucket, a access, key string, obj *meta.Object) error {
+	j := rq.judged
+	if j == nil || j.bucket != b.Name || j.key != key || (j.obj != nil && j.obj.Version == obj.Version) {
+		return nil
+	}
+	c := *obj // fn of an update changes obj
+	rq.judged, rq.objRec = &judgedRecord{bucket: b.Name, key: key, obj: &c}, &c
+	return s.decide(rq, b, a, key)
+}
+
+// judgedRange is rng preceded by actOnJudged, for a read of the current
+// object of the request (OpenObject calls it with the record it opens).
+func (s *Server) judgedRange(rq *request, rng objstore.RangeFunc) objstore.RangeFunc {
+	if rq.judged == nil {
+		return rng
+	}
+	return func(obj *meta.Object) (int64, int64, error) {
+		if err := s.actOnJudged(rq, rq.bucketRec, requestAccess(rq), rq.key, obj); err != nil {
+			return 0, 0, err
+		}
+		return rng(obj)
+	}
 }
 
 // missingObject reports whether err says the object or version addressed

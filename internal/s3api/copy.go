@@ -72,6 +72,11 @@ func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int6
 	}
 	conds := readCopyConditions(rq.Header)
 	check := func(obj *meta.Object) (int64, int64, error) {
+		if versionID == "" {
+			if err := s.actOnJudged(rq, src, copySourceAccess(""), key, obj); err != nil {
+				return 0, 0, err
+			}
+		}
 		if err := conds.check(obj, false); err != nil {
 			return 0, 0, err
 		}

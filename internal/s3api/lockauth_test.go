@@ -243,7 +243,7 @@ func TestGovernanceBypassHonoursDeny(t *testing.T) {
 	_, err = c.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{Bucket: aws.String("vault"), Key: aws.String("a"), VersionId: a,
 		BypassGovernanceRetention: aws.Bool(true), Retention: &types.ObjectLockRetention{}})
 	wantCode(t, err, "AccessDenied")
-	if obj, err := e.store.HeadVersion("vault", "a", aws.ToString(a)); err != nil || obj.LockMode != "GOVERNANCE" {
+	if obj, err := e.store.HeadVersion("vault", "a", e.engineID(aws.ToString(a))); err != nil || obj.LockMode != "GOVERNANCE" {
 		t.Fatalf("version after denied bypasses: %+v %v", obj, err)
 	}
 

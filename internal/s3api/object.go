@@ -205,7 +205,7 @@ func (s *Server) getObject(rq *request) error {
 	var obj *meta.Object
 	var body io.ReadCloser
 	if versionID == "" {
-		obj, body, err = s.store.OpenObject(rq.Context(), rq.bucket, rq.key, objectRange(rq, &chosen, &partial))
+		obj, body, err = s.store.OpenObject(rq.Context(), rq.bucket, rq.key, s.judgedRange(rq, objectRange(rq, &chosen, &partial)))
 	} else {
 		obj, body, err = s.store.OpenVersion(rq.Context(), rq.bucket, rq.key, versionID, objectRange(rq, &chosen, &partial))
 	}
@@ -238,7 +238,9 @@ func (s *Server) headObject(rq *request) error {
 	}
 	var obj *meta.Object
 	if versionID == "" {
-		obj, err = s.store.HeadObject(rq.bucket, rq.key)
+		if obj, err = s.store.HeadObject(rq.bucket, rq.key); err == nil {
+			err = s.actOnJudged(rq, rq.bucketRec, requestAccess(rq), rq.key, obj)
+		}
 	} else if obj, err = s.store.HeadVersion(rq.bucket, rq.key, versionID); err == nil && obj.DeleteMarker {
 		err = objstore.ErrDeleteMarker
 	}

@@ -428,7 +428,14 @@ func (s *Server) versionOrCurrent(rq *request) (*meta.Object, error) {
 		return nil, err
 	}
 	if id == "" {
-		return s.store.HeadObject(rq.bucket, rq.key)
+		obj, err := s.store.HeadObject(rq.bucket, rq.key)
+		if err == nil {
+			err = s.actOnJudged(rq, rq.bucketRec, requestAccess(rq), rq.key, obj)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return obj, nil
 	}
 	obj, err := s.store.HeadVersion(rq.bucket, rq.key, id)
 	if err == nil && obj.DeleteMarker {
@@ -446,7 +453,12 @@ func (s *Server) updateVersion(rq *request, fn func(*meta.Object) error) error {
 	}
 	var obj *meta.Object
 	if id == "" {
-		obj, err = s.store.UpdateObject(rq.bucket, rq.key, fn)
+		obj, err = s.store.UpdateObject(rq.bucket, rq.key, func(o *meta.Object) error {
+			if err := s.actOnJudged(rq, rq.bucketRec, requestAccess(rq), rq.key, o); err != nil {
+				return err
+			}
+			return fn(o)
+		})
 	} else {
 		obj, err = s.store.UpdateVersion(rq.bucket, rq.key, id, fn)
 	}

@@ -130,6 +130,15 @@ func operationAccess(op *operation) access {
 // objectAccess is what op asks of the caller acting on versionID of an
 // object ("" for the current object): the version's own action, decided
 // against that version's ACL and tags.
+//
+// No bucket grant changes a version: WRITE on the bucket creates objects
+// (and, for DeleteObject, delete markers), but AWS gives
+// s3:DeleteObjectVersion through it to the bucket owner alone, and the
+// other version writes (tags, retention, legal hold) to no grant at all.
+// So with a versionId a write needs the owner or a policy Allow: neither
+// the WRITE grant nor the legacy permWrite shortcut opens it. A version's
+// own grants still apply where AWS applies them (READ: GetObjectVersion;
+// READ_ACP/WRITE_ACP: Get/PutObjectVersionAcl).
 func objectAccess(op *operation, versionID string) access {
 	a := operationAccess(op)
 	action, ok := versionActions[op.name]
@@ -140,16 +149,38 @@ func objectAccess(op *operation, versionID string) access {
 	if a.also != "" {
 		a.also = "s3:GetObjectVersion"
 	}
+	if a.acl == aclBucketWrite {
+		a.acl = aclNone
+	}
+	if a.perm == permWrite {
+		a.perm = permOwner
+	}
 	return a
 }
 
 // requestAccess is what the request asks of the caller: on an object,
 // the version its versionId names (parsed by route), if any.
+//
+// GetObjectAttributes is AWS's one exception to "the version actions with
+// a versionId": on a bucket that is versioned it needs
+// s3:GetObjectVersionAttributes and s3:GetObjectVersion even without one
+// (its API reference, Permissions), decided against the current object.
+// A bucket that has had versioning (Enabled or Suspended; Object Lock
+// enables it) counts as versioned.
 func requestAccess(rq *request) access {
 	if rq.key == "" {
 		return operationAccess(rq.op)
 	}
-	return objectAccess(rq.op, rq.version)
+	a := objectAccess(rq.op, rq.version)
+	if rq.op.name == "GetObjectAttributes" && rq.version == "" && hasVersioning(rq.bucketRec) {
+		a.action, a.also = versionActions[rq.op.name], "s3:GetObjectVersion"
+	}
+	return a
+}
+
+// hasVersioning reports whether b has (or had) versioning.
+func hasVersioning(b *meta.Bucket) bool {
+	return b != nil && (b.Versioning != "" || b.ObjectLock)
 }
 
 // managesPolicy reports whether action reads or changes the bucket

@@ -155,6 +155,9 @@ type request struct {
 	// objRec is the object authorization read, if it read one (object
 	// ACLs, s3:ExistingObjectTag): handlers may reuse it as a hint.
 	objRec *meta.Object
+	// judged is the current record a decision read (found or not): what
+	// the handler must act on, or decide again for (actOnJudged).
+	judged *judgedRecord
 	// version is the engine's id of the version the versionId parameter
 	// names ("" for none), set by route for object operations.
 	version string

@@ -60,7 +60,7 @@ func routedQueryParams(t *testing.T) []string {
 			t.Fatal(err)
 		}
 		for _, d := range f.Decls {
-			if fn, ok := d.(*ast.FuncDecl); name == "route.go" || ok && fn.Name.Name == "versionParam" {
+			if fn, ok := d.(*ast.FuncDecl); name == "route.go" || ok && fn.Name.Name == "parseVersionParam" {
 				nodes = append(nodes, d)
 			}
 		}

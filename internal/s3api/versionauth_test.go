@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/b3-storage/b3/internal/meta"
 )
 
 // putVersions enables versioning on a new bucket owned by root and
@@ -122,35 +124,68 @@ func TestVersionsNeedVersionActions(t *testing.T) {
 	}
 }
 
-// TestVersionAttributesNeedBothActions: GetObjectAttributes of a version
-// needs s3:GetObjectVersionAttributes and s3:GetObjectVersion, and
-// answers for the version named.
+// TestVersionAttributesNeedBothActions: GetObjectAttributes on a
+// versioned bucket needs s3:GetObjectVersionAttributes and
+// s3:GetObjectVersion, with a versionId or without (AWS's API reference,
+// Permissions; review finding 6), and answers for the version named; on a
+// bucket that never had versioning s3:GetObjectAttributes and
+// s3:GetObject do.
 func TestVersionAttributesNeedBothActions(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	ids := e.putVersions("attrs", "k", "one", "second")
-	attrs := func(version string) (*s3.GetObjectAttributesOutput, error) {
-		in := &s3.GetObjectAttributesInput{Bucket: aws.String("attrs"), Key: aws.String("k"),
+	e.mustCreateBucket("plain")
+	e.mustPut("plain", "k", []byte("plain"))
+	attrs := func(bucket, version string) (*s3.GetObjectAttributesOutput, error) {
+		in := &s3.GetObjectAttributesInput{Bucket: aws.String(bucket), Key: aws.String("k"),
 			ObjectAttributes: []types.ObjectAttributes{types.ObjectAttributesObjectSize}}
 		if version != "" {
 			in.VersionId = &version
 		}
 		return e.other().GetObjectAttributes(ctx, in)
 	}
-	e.putPolicy("attrs", `{"Effect":"Allow","Principal":{"AWS":"other"},"Action":["s3:GetObjectAttributes","s3:GetObjectVersionAttributes"],"Resource":"arn:aws:s3:::$B/*"}`)
-	_, err := attrs(ids[0])
+	allow := func(actions string) {
+		t.Helper()
+		for _, b := range []string{"attrs", "plain"} {
+			e.putPolicy(b, `{"Effect":"Allow","Principal":{"AWS":"other"},"Action":`+actions+`,"Resource":"arn:aws:s3:::$B/*"}`)
+		}
+	}
+	allow(`["s3:GetObjectAttributes","s3:GetObjectVersionAttributes"]`)
+	_, err := attrs("attrs", ids[0])
 	wantCode(t, err, "AccessDenied")
-	e.putPolicy("attrs", `{"Effect":"Allow","Principal":{"AWS":"other"},"Action":["s3:GetObject","s3:GetObjectAttributes","s3:GetObjectVersionAttributes"],"Resource":"arn:aws:s3:::$B/*"}`)
-	if out, err := attrs(""); err != nil || aws.ToInt64(out.ObjectSize) != 6 {
+	_, err = attrs("attrs", "")
+	wantCode(t, err, "AccessDenied")
+	_, err = attrs("plain", "")
+	wantCode(t, err, "AccessDenied")
+
+	// The current object's actions open a bucket without versioning
+	// only.
+	allow(`["s3:GetObject","s3:GetObjectAttributes"]`)
+	if out, err := attrs("plain", ""); err != nil || aws.ToInt64(out.ObjectSize) != 5 {
+		t.Fatalf("attributes of an object of a bucket without versioning: %+v %v", out, err)
+	}
+	_, err = attrs("attrs", "")
+	wantCode(t, err, "AccessDenied")
+	_, err = attrs("attrs", ids[0])
+	wantCode(t, err, "AccessDenied")
+	// Suspending versioning does not make the bucket unversioned.
+	if _, err := e.root().PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("attrs"),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusSuspended}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = attrs("attrs", "")
+	wantCode(t, err, "AccessDenied")
+
+	allow(`["s3:GetObjectVersion","s3:GetObjectVersionAttributes"]`)
+	if out, err := attrs("attrs", ""); err != nil || aws.ToInt64(out.ObjectSize) != 6 || aws.ToString(out.VersionId) != ids[1] {
 		t.Fatalf("attributes of the current object: %+v %v", out, err)
 	}
-	_, err = attrs(ids[0])
-	wantCode(t, err, "AccessDenied")
-	e.putPolicy("attrs", `{"Effect":"Allow","Principal":{"AWS":"other"},"Action":["s3:GetObjectVersion","s3:GetObjectVersionAttributes"],"Resource":"arn:aws:s3:::$B/*"}`)
-	out, err := attrs(ids[0])
+	out, err := attrs("attrs", ids[0])
 	if err != nil || aws.ToInt64(out.ObjectSize) != 3 || aws.ToString(out.VersionId) != ids[0] {
 		t.Fatalf("attributes of version 1: %+v %v", out, err)
 	}
+	_, err = attrs("plain", "")
+	wantCode(t, err, "AccessDenied")
 }
 
 // TestVersionACLsAreTheVersions: a user with WRITE on the bucket who
@@ -251,5 +286,81 @@ func TestVersionTagConditions(t *testing.T) {
 	}
 	if code, body := e.anonymousDo("GET", "/tagged/k?versionId="+url.QueryEscape(ids[0])); code != 403 {
 		t.Fatalf("version tagged public=no: %d %q", code, body)
+	}
+}
+
+// TestBucketWriteDeletesNoVersion: WRITE on the bucket lets its holder
+// add objects and delete markers, never delete a version (root's or its
+// own) nor change a version's tags, on a bucket with ACLs enabled
+// (ObjectWriter) and on a legacy one (no ownership setting, where WRITE
+// used to open every object write); the bucket owner and a policy Allow
+// of s3:DeleteObjectVersion still may (review finding 1).
+func TestBucketWriteDeletesNoVersion(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	grantWrite := func(bucket string) {
+		t.Helper()
+		if _, err := e.root().PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: aws.String(bucket),
+			GrantWrite: aws.String("id=" + CanonicalID(otherUser.AccessKey))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := e.putVersions("vbk", "doc", "v1", "v2")
+	grantWrite("vbk")
+	// The legacy bucket: made as before ownership controls existed.
+	if _, err := e.store.CreateBucket(&meta.Bucket{Name: "legacy", Owner: rootUser.AccessKey}); err != nil {
+		t.Fatal(err)
+	}
+	e.enableVersioning("legacy")
+	grantWrite("legacy")
+	var legacyIDs []string
+	for _, body := range []string{"l1", "l2"} {
+		out, err := e.root().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("legacy"), Key: aws.String("doc"), Body: strings.NewReader(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		legacyIDs = append(legacyIDs, aws.ToString(out.VersionId))
+	}
+
+	o := e.other()
+	for bucket, ids := range map[string][]string{"vbk": ids, "legacy": legacyIDs} {
+		b, k := aws.String(bucket), aws.String("doc")
+		_, err := o.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: b, Key: k, VersionId: &ids[0]})
+		wantCode(t, err, "AccessDenied")
+		out, err := o.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: b, Delete: &types.Delete{
+			Objects: []types.ObjectIdentifier{{Key: k, VersionId: &ids[1]}}}})
+		if err != nil || len(out.Deleted) != 0 || len(out.Errors) != 1 || aws.ToString(out.Errors[0].Code) != "AccessDenied" {
+			t.Errorf("%s: other's DeleteObjects of root's version: %+v %v", bucket, out, err)
+		}
+		_, err = o.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: b, Key: k, VersionId: &ids[0],
+			Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String("t"), Value: aws.String("v")}}}})
+		wantCode(t, err, "AccessDenied")
+		_, err = o.DeleteObjectTagging(ctx, &s3.DeleteObjectTaggingInput{Bucket: b, Key: k, VersionId: &ids[0]})
+		wantCode(t, err, "AccessDenied")
+		// Its own version is no different: deleting a version is for
+		// the bucket owner (or a policy) to allow.
+		mine, err := o.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("mine"), Body: strings.NewReader("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = o.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: b, Key: aws.String("mine"), VersionId: mine.VersionId})
+		wantCode(t, err, "AccessDenied")
+		// A delete marker is an object write: allowed.
+		if del, err := o.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: b, Key: k}); err != nil || !aws.ToBool(del.DeleteMarker) {
+			t.Fatalf("%s: other's DeleteObject without versionId: %+v %v", bucket, del, err)
+		}
+		for _, id := range ids {
+			if _, err := e.store.HeadVersion(bucket, "doc", e.engineID(id)); err != nil {
+				t.Fatalf("%s: version %s is gone: %v", bucket, id, err)
+			}
+		}
+		// The owner may; so may whom a policy allows.
+		if _, err := e.root().DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: b, Key: k, VersionId: &ids[0]}); err != nil {
+			t.Fatalf("%s: root's DeleteObject of a version: %v", bucket, err)
+		}
+		e.putPolicy(bucket, `{"Effect":"Allow","Principal":{"AWS":"other"},"Action":"s3:DeleteObjectVersion","Resource":"arn:aws:s3:::$B/*"}`)
+		if _, err := o.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: b, Key: k, VersionId: &ids[1]}); err != nil {
+			t.Fatalf("%s: other's DeleteObject of a version with s3:DeleteObjectVersion allowed: %v", bucket, err)
+		}
 	}
 }

@@ -24,8 +24,9 @@ import (
 // The block is a permutation, so each version has one id and an id one
 // version; an id not made with the key decrypts to nonzero check bytes
 // but once in 2^64, and is refused as malformed (InvalidArgument "Invalid
-// version id specified", as S3 answers an id it never issued). "null"
-// stays "null". The engine keeps its counter, and its order, to itself:
+// version id specified", as S3 answers an id it never issued). An id has
+// one spelling, lowercase: the same digits in uppercase are refused alike.
+// "null" stays "null". The engine keeps its counter, and its order, to itself:
 // every id crosses this boundary here, in versionCodec, and nowhere else
 // in the S3 API.
 //
@@ -71,7 +72,7 @@ func (c *versionCodec) decode(clientID string) (string, error) {
 		return clientID, nil
 	}
 	var b [16]byte
-	if len(clientID) != 32 {
+	if len(clientID) != 32 || !lowerHex(clientID) {
 		return "", objstore.ErrInvalidVersionID
 	}
 	if _, err := hex.Decode(b[:], []byte(clientID)); err != nil {
@@ -83,6 +84,18 @@ func (c *versionCodec) decode(clientID string) (string, error) {
 		return "", objstore.ErrInvalidVersionID
 	}
 	return objstore.VersionID(&meta.Object{Versioned: true, Version: v}), nil
+}
+
+// lowerHex reports whether s is lowercase hex digits only: encode's
+// spelling, the one spelling of an id (hex.Decode would take uppercase
+// too, giving one version many ids).
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // ClientVersionID is the id clients see of the engine's version id under

@@ -49,7 +49,21 @@ func TestVersionIDCodec(t *testing.T) {
 	if got, err := c.decode("null"); got != "null" || err != nil {
 		t.Fatalf("null decodes as %q, %v", got, err)
 	}
-	for _, bad := range []string{"", "0000000000000001", strings.Repeat("0", 32), strings.Repeat("g", 32), "NULL", c.encode("0000000000000001") + "0"} {
+	// One spelling per id: its uppercase (or any letter of it in
+	// uppercase) is refused as any invalid id is (review finding 7).
+	id := c.encode("0000000000000001")
+	upper := strings.ToUpper(id)
+	oneUpper := []byte(id)
+	for i, ch := range oneUpper {
+		if ch >= 'a' && ch <= 'f' {
+			oneUpper[i] -= 'a' - 'A'
+			break
+		}
+	}
+	if upper == id || string(oneUpper) == id {
+		t.Fatalf("id %q has no letter", id)
+	}
+	for _, bad := range []string{"", "0000000000000001", strings.Repeat("0", 32), strings.Repeat("g", 32), "NULL", id + "0", upper, string(oneUpper)} {
 		if _, err := c.decode(bad); err != objstore.ErrInvalidVersionID {
 			t.Errorf("%q: %v, want ErrInvalidVersionID", bad, err)
 		}
@@ -73,7 +87,7 @@ func TestGuessedVersionIDsRefused(t *testing.T) {
 			t.Fatalf("version id %q", id)
 		}
 	}
-	for _, guess := range []string{"0000000000000001", "0000000000000002", e.engineID(ids[0])} {
+	for _, guess := range []string{"0000000000000001", "0000000000000002", e.engineID(ids[0]), strings.ToUpper(ids[0])} {
 		req := e.signedRequest(rootUser, "GET", "/guess/k?versionId="+guess, nil, "", nil)
 		resp, body := e.do(req)
 		wantXMLError(t, resp, body, http.StatusBadRequest, "InvalidArgument")

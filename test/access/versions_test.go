@@ -25,7 +25,8 @@ import (
 //   - An anonymous DELETE ?versionId is refused when only s3:DeleteObject
 //     is allowed, as DeleteObjects with the same rights is.
 //   - A user with WRITE on the bucket who overwrites root's object can
-//     neither read, copy, nor read or change the ACL of root's version.
+//     neither read, copy, delete, nor read or change the ACL of root's
+//     version.
 func TestVersionsAuthorizedAsVersions(t *testing.T) {
 	srv := testutil.StartServer(t, testutil.ServerOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -175,6 +176,15 @@ func TestVersionsAuthorizedAsVersions(t *testing.T) {
 		wantCode("PutObjectAcl of root's version", err, "AccessDenied")
 		_, err = w.CopyObject(ctx, &s3.CopyObjectInput{Bucket: b, Key: aws.String("stolen"), CopySource: aws.String("shared/k?versionId=" + url.QueryEscape(old))})
 		wantCode("CopyObject from root's version", err, "AccessDenied")
+		// Nor delete them: WRITE gives s3:DeleteObjectVersion to the
+		// bucket owner only (review finding 1).
+		_, err = w.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: b, Key: k, VersionId: &old})
+		wantCode("DeleteObject of root's version", err, "AccessDenied")
+		del, err := w.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: b, Delete: &types.Delete{
+			Objects: []types.ObjectIdentifier{{Key: k, VersionId: &old}, {Key: k, VersionId: &mine}}}})
+		if err != nil || len(del.Deleted) != 0 || len(del.Errors) != 2 {
+			t.Errorf("writer's DeleteObjects of both versions: %+v %v", del, err)
+		}
 		if code, body := raw("GET", "/shared/k?versionId="+url.QueryEscape(old)); code != 403 {
 			t.Errorf("anonymous GET of root's version after the PutObjectAcl attempt: %d %q", code, body)
 		}

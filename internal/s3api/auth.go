@@ -128,7 +128,7 @@ func (s *Server) decide(rq *request, b *meta.Bucket, a access, key string) error
 	who := s.principal(rq.accessKey)
 	if pol != nil {
 		req := &policy.Request{Principal: who, Action: a.action, Resource: resourceARN(b.Name, key)}
-		if req.Context, err = s.conditionContext(rq, b, key, a.version, pol); err != nil {
+		if req.Context, err = s.conditionContext(rq, b, key, a.action, a.version, pol); err != nil {
 			return err
 		}
 		req.IgnorePublic = b.PublicAccessBlock != nil && b.PublicAccessBlock.RestrictPublicBuckets

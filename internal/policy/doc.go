@@ -20,8 +20,9 @@
 // # Guarantees
 //
 //   - Parse never panics and accepts only documents it can evaluate
-//     exactly: an unknown element, operator, condition key namespace, a
-//     bad IP, number or date, a Resource outside the bucket is a
+//     exactly: an unknown element, operator, a condition key that no
+//     request to b3 carries (KnownConditionKey), a bad IP, number or
+//     date, a Resource outside the bucket is a
 //     *MalformedError (S3's MalformedPolicy), never a silently ignored
 //     statement. Fuzzed (FuzzParse).
 //   - Evaluation is deterministic and allocation-light: no regular

@@ -144,6 +144,41 @@ func NormalizeKey(key string) string {
 	return strings.ToLower(key)
 }
 
+// conditionKeys are the condition keys a request to b3 may carry (package
+// s3api's conditionContext sets them where they apply), in NormalizeKey's
+// form; conditionKeyPrefixes name a key by a prefix and a tag key. Parse
+// refuses every other key: a key that no request ever carries makes its
+// condition false (true when negated) for every request, so a statement
+// written for AWS would be silently dropped, or would apply to everyone,
+// instead of doing what it says.
+var conditionKeys = map[string]bool{
+	"aws:sourceip": true, "aws:securetransport": true, "aws:currenttime": true, "aws:epochtime": true,
+	"aws:principaltype": true, "aws:userid": true, "aws:username": true, "aws:referer": true, "aws:useragent": true,
+	"s3:prefix": true, "s3:delimiter": true, "s3:max-keys": true,
+	"s3:x-amz-acl": true, "s3:x-amz-grant-read": true, "s3:x-amz-grant-write": true, "s3:x-amz-grant-read-acp": true,
+	"s3:x-amz-grant-write-acp": true, "s3:x-amz-grant-full-control": true, "s3:x-amz-copy-source": true,
+	"s3:x-amz-metadata-directive": true, "s3:x-amz-storage-class": true, "s3:x-amz-server-side-encryption": true,
+	"s3:x-amz-content-sha256": true, "s3:requestobjecttagkeys": true, "s3:versionid": true,
+	"s3:object-lock-mode": true, "s3:object-lock-retain-until-date": true,
+	"s3:object-lock-remaining-retention-days": true, "s3:object-lock-legal-hold": true,
+}
+
+var conditionKeyPrefixes = []string{"s3:existingobjecttag/", "s3:requestobjecttag/"}
+
+// KnownConditionKey reports whether key (in NormalizeKey's form) is a
+// condition key b3 evaluates.
+func KnownConditionKey(key string) bool {
+	if conditionKeys[key] {
+		return true
+	}
+	for _, p := range conditionKeyPrefixes {
+		if rest, ok := strings.CutPrefix(key, p); ok && rest != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // document is the JSON shape; every element is kept raw and checked by
 // hand, because most of them may be a string or a list.
 type document struct {
@@ -440,8 +475,8 @@ func parseConditions(raw json.RawMessage) ([]Condition, error) {
 		for key, v := range keys {
 			k := c
 			k.Key = NormalizeKey(key)
-			if !strings.HasPrefix(k.Key, "aws:") && !strings.HasPrefix(k.Key, "s3:") {
-				return nil, malformed("Policy has an invalid condition key")
+			if !KnownConditionKey(k.Key) {
+				return nil, malformed("Policy has an invalid condition key: %s is not a key this server evaluates", key)
 			}
 			values, err := conditionValues(v)
 			if err != nil {

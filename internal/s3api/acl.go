@@ -236,6 +236,40 @@ func checkACLAllowed(b *meta.Bucket, grants []meta.Grant) error {
 	return nil
 }
 
+// What the ACL and tags a write asks for ask of the caller beyond the
+// write itself, as AWS documents for PutObject: s3:PutObjectAcl for ACL
+// headers (fields), s3:PutObjectTagging for tags, so that an explicit
+// Deny of those actions, or a policy allowing s3:PutObject alone (as an
+// encoder's does), is not a way around them. The ACL grant that allows
+// the write (bucket WRITE) also allows its ACL: the writer owns what it
+// writes. Tags take what PutObjectTagging takes (operationAccess): no ACL
+// grant (legacy buckets: a bucket WRITE).
+var (
+	accessSetObjectACL  = access{action: "s3:PutObjectAcl", acl: aclBucketWrite, perm: permWrite}
+	accessSetObjectTags = access{action: "s3:PutObjectTagging", perm: permWrite}
+)
+
+// aclHeadersGiven reports whether h asks for an ACL (x-amz-acl or an
+// x-amz-grant-* header).
+func aclHeadersGiven(h http.Header) bool { return h.Get("x-amz-acl") != "" || hasGrantHeaders(h) }
+
+// authorizeACLAndTags checks the caller of a write to rq.key may set the
+// ACL (aclGiven) and the tags (tagged) it asks for. In a bucket that
+// enforces ownership ACLs are disabled: objectACL refuses every ACL but
+// the owner's full control, and accepts that one as before, with nothing
+// more to ask.
+func (s *Server) authorizeACLAndTags(rq *request, aclGiven, tagged bool) error {
+	if aclGiven && rq.bucketRec.Ownership != meta.OwnershipBucketOwnerEnforced {
+		if err := s.decide(rq, rq.bucketRec, accessSetObjectACL, rq.key); err != nil {
+			return err
+		}
+	}
+	if tagged {
+		return s.decide(rq, rq.bucketRec, accessSetObjectTags, rq.key)
+	}
+	return nil
+}
+
 // objectACL resolves the ACL a write of a new object asks for (headers),
 // returning the grants to store (nil: the default) and the object's owner.
 // With BucketOwnerPreferred an object written with

@@ -98,6 +98,19 @@ func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int6
 	return obj, body, err
 }
 
+// authorizeSourceTags checks the caller may read the tags of the copy
+// source that CopyObject copies (x-amz-tagging-directive COPY, the
+// default): s3:GetObjectTagging, or s3:GetObjectVersionTagging for a
+// source version, as AWS asks, so that a copy never reads tags the caller
+// could not read with GetObjectTagging.
+func (s *Server) authorizeSourceTags(rq *request, bucket, key, versionID string) error {
+	src, err := s.store.GetBucket(bucket)
+	if err != nil {
+		return err
+	}
+	return s.decide(rq, src, objectAccess(&opGetObjectTagging, versionID), key)
+}
+
 type copyObjectResult struct {
 	XMLName      xml.Name `xml:"CopyObjectResult"`
 	Xmlns        string   `xml:"xmlns,attr"`
@@ -123,7 +136,7 @@ func (s *Server) copyObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	replacement, err := s.objectFromHeaders(rq)
+	replacement, err := s.objectFromHeaders(rq, tagDirective == "REPLACE")
 	if err != nil {
 		return err
 	}
@@ -148,6 +161,11 @@ func (s *Server) copyObject(rq *request) error {
 	defer body.Close()
 	if srcObj.Size > maxPutSize {
 		return errInvalidRequest.withMessage("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
+	}
+	if tagDirective != "REPLACE" && len(srcObj.Tags) > 0 {
+		if err := s.authorizeSourceTags(rq, srcBucket, srcKey, srcVersion); err != nil {
+			return err
+		}
 	}
 
 	obj := &meta.Object{Owner: replacement.Owner, Grants: replacement.Grants,

@@ -30,7 +30,7 @@ type initiateMultipartUploadResult struct {
 }
 
 func (s *Server) createUpload(rq *request) error {
-	obj, err := s.objectFromHeaders(rq)
+	obj, err := s.objectFromHeaders(rq, true)
 	if err != nil {
 		return err
 	}

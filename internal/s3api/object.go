@@ -66,7 +66,7 @@ func (s *Server) putObject(rq *request) error {
 		return err
 	}
 	defer release()
-	obj, err := s.objectFromHeaders(rq)
+	obj, err := s.objectFromHeaders(rq, true)
 	if err != nil {
 		return err
 	}
@@ -111,8 +111,10 @@ func (s *Server) putObject(rq *request) error {
 }
 
 // objectFromHeaders builds the attributes of a new object from the PUT
-// (or CreateMultipartUpload) request headers.
-func (s *Server) objectFromHeaders(rq *request) (*meta.Object, error) {
+// (or CreateMultipartUpload, CopyObject) request headers, and checks the
+// caller may set the ACL and, if taggingApplies (the write stores the
+// x-amz-tagging tags), the tags they ask for (authorizeACLAndTags).
+func (s *Server) objectFromHeaders(rq *request, taggingApplies bool) (*meta.Object, error) {
 	a, err := attrsFromHeader(rq.Header)
 	if err != nil {
 		return nil, err
@@ -129,6 +131,9 @@ func (s *Server) objectFromHeaders(rq *request) (*meta.Object, error) {
 		return nil, err
 	}
 	if err := refuseEncryption(rq.Header); err != nil {
+		return nil, err
+	}
+	if err := s.authorizeACLAndTags(rq, aclHeadersGiven(rq.Header), taggingApplies && len(tags) > 0); err != nil {
 		return nil, err
 	}
 	obj := &meta.Object{Tags: tags, Owner: owner, Grants: grants}

@@ -21,9 +21,9 @@ var (
 	opGetObjectLockConfiguration = operation{name: "GetObjectLockConfiguration", perm: permOwner, handle: (*Server).getObjectLockConfiguration}
 	opPutObjectLockConfiguration = operation{name: "PutObjectLockConfiguration", perm: permOwner, handle: (*Server).putObjectLockConfiguration}
 	opGetObjectRetention         = operation{name: "GetObjectRetention", perm: permRead, handle: (*Server).getObjectRetention}
-	opPutObjectRetention         = operation{name: "PutObjectRetention", perm: permWrite, handle: (*Server).putObjectRetention}
+	opPutObjectRetention         = operation{name: "PutObjectRetention", perm: permOwner, handle: (*Server).putObjectRetention}
 	opGetObjectLegalHold         = operation{name: "GetObjectLegalHold", perm: permRead, handle: (*Server).getObjectLegalHold}
-	opPutObjectLegalHold         = operation{name: "PutObjectLegalHold", perm: permWrite, handle: (*Server).putObjectLegalHold}
+	opPutObjectLegalHold         = operation{name: "PutObjectLegalHold", perm: permOwner, handle: (*Server).putObjectLegalHold}
 )
 
 var errNoLockConfig = errInvalidRequest.withMessage("Bucket is missing Object Lock Configuration")
@@ -36,12 +36,14 @@ const DefaultMaxRetention = 36525 * 24 * time.Hour
 // What setting a lock asks of the caller beyond the write itself: the
 // same as setting it afterwards with PutObjectRetention or
 // PutObjectLegalHold (their operationAccess), so that a lock header is
-// never a way around a policy that denies those operations. Bypassing a
-// GOVERNANCE retention is the owner's or a policy's to allow, never an
-// ACL's.
+// never a way around a policy that denies those operations. Setting a
+// lock, like bypassing a GOVERNANCE retention, is the owner's or a
+// policy's to allow, never an ACL's: no grant, not even the legacy bucket
+// WRITE of buckets without an ownership setting, opens it (a lock outlives
+// its writer's grant and can keep the owner from deleting for years).
 var (
-	accessSetRetention     = access{action: "s3:PutObjectRetention", perm: permWrite}
-	accessSetLegalHold     = access{action: "s3:PutObjectLegalHold", perm: permWrite}
+	accessSetRetention     = access{action: "s3:PutObjectRetention", perm: permOwner}
+	accessSetLegalHold     = access{action: "s3:PutObjectLegalHold", perm: permOwner}
 	accessBypassGovernance = access{action: "s3:BypassGovernanceRetention", perm: permOwner}
 )
 
@@ -335,11 +337,18 @@ func (s *Server) getObjectRetention(rq *request) error {
 // shortens or removes a version's retention. A COMPLIANCE retention in
 // force can only be extended.
 func (s *Server) putObjectRetention(rq *request) error {
-	if !rq.bucketRec.ObjectLock {
-		return errNoLockConfig
-	}
 	var doc retention
-	if _, err := readXML(rq, &doc, false); err != nil {
+	_, err := readXML(rq, &doc, false)
+	if err == nil {
+		rq.condHeader = http.Header{}
+		if doc.Mode != "" {
+			rq.condHeader.Set("x-amz-object-lock-mode", doc.Mode)
+		}
+		if doc.RetainUntilDate != "" {
+			rq.condHeader.Set("x-amz-object-lock-retain-until-date", doc.RetainUntilDate)
+		}
+	}
+	if err := s.decideLockBody(rq, err); err != nil {
 		return err
 	}
 	var until time.Time
@@ -400,17 +409,21 @@ func (s *Server) getObjectLegalHold(rq *request) error {
 }
 
 func (s *Server) putObjectLegalHold(rq *request) error {
-	if !rq.bucketRec.ObjectLock {
-		return errNoLockConfig
-	}
 	var doc legalHold
-	if _, err := readXML(rq, &doc, false); err != nil {
+	_, err := readXML(rq, &doc, false)
+	if err == nil {
+		rq.condHeader = http.Header{}
+		if doc.Status != "" {
+			rq.condHeader.Set("x-amz-object-lock-legal-hold", doc.Status)
+		}
+	}
+	if err := s.decideLockBody(rq, err); err != nil {
 		return err
 	}
 	if doc.Status != "ON" && doc.Status != "OFF" {
 		return errMalformedXML
 	}
-	err := s.updateVersion(rq, func(o *meta.Object) error {
+	err = s.updateVersion(rq, func(o *meta.Object) error {
 		o.LegalHold = doc.Status == "ON"
 		return nil
 	})
@@ -418,6 +431,25 @@ func (s *Server) putObjectLegalHold(rq *request) error {
 		return err
 	}
 	return writeEmpty(rq, http.StatusOK)
+}
+
+// decideLockBody authorizes PutObjectRetention or PutObjectLegalHold once
+// its body is read (readErr: how reading it failed), so that the
+// s3:object-lock-* keys it carries (rq.condHeader) are in the decision (the
+// operations are perKeyOperations: authorize leaves them to their
+// handler). A caller who may not is refused before any answer about the
+// body or the bucket's lock configuration.
+func (s *Server) decideLockBody(rq *request, readErr error) error {
+	if err := s.decide(rq, rq.bucketRec, requestAccess(rq), rq.key); err != nil {
+		return err
+	}
+	if readErr != nil {
+		return readErr
+	}
+	if !rq.bucketRec.ObjectLock {
+		return errNoLockConfig
+	}
+	return nil
 }
 
 // versionOrCurrent returns the version the request names, or the current

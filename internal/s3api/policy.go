@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/policy"
@@ -82,8 +84,10 @@ var aclNeeds = map[string]aclNeed{
 	"PutObjectAcl":            aclObjectWriteACP,
 }
 
-// perKeyOperations authorize each key they touch in their handler.
-var perKeyOperations = map[string]bool{"DeleteObjects": true}
+// perKeyOperations authorize in their handler: each key they touch
+// (DeleteObjects), or once the body that carries their condition keys is
+// read (the Retention and LegalHold documents: s3:object-lock-*).
+var perKeyOperations = map[string]bool{"DeleteObjects": true, "PutObjectRetention": true, "PutObjectLegalHold": true}
 
 // versionActions maps the operations that act on the version a versionId
 // names ("null" included) to the action they need then. AWS authorizes a
@@ -233,10 +237,50 @@ func (s *Server) bucketPolicy(b *meta.Bucket) (*policy.Policy, error) {
 	return p, nil
 }
 
-// conditionContext gathers the condition keys of the request acting on
-// key's version ("" for the current object). The existing tags are those
-// of that version, read only if the policy tests them.
-func (s *Server) conditionContext(rq *request, b *meta.Bucket, key, version string, pol *policy.Policy) (map[string][]string, error) {
+// lockConditionActions are the actions AWS documents the Object Lock
+// condition keys for (s3:object-lock-*).
+var lockConditionActions = map[string]bool{
+	"s3:PutObject": true, "s3:PutObjectRetention": true, "s3:PutObjectLegalHold": true, "s3:BypassGovernanceRetention": true,
+}
+
+// writeHeader is the header the write's condition keys are read from: the
+// request's, or what stands for it (request.condHeader: a POST form's
+// fields, a Retention or LegalHold body).
+func writeHeader(rq *request) http.Header {
+	if rq.condHeader != nil {
+		return rq.condHeader
+	}
+	return rq.Header
+}
+
+// setLockConditions sets the Object Lock condition keys from the lock
+// headers (or fields, or body) h: the mode, the retain-until date, the
+// days left until it (rounded up, so a bound in days is not overstepped by
+// a fraction of one) and the legal hold. Values that do not parse are
+// left out: the write is refused for them anyway.
+func setLockConditions(set func(k, v string), h http.Header, now time.Time) {
+	if v := h.Get("x-amz-object-lock-mode"); v != "" {
+		set("s3:object-lock-mode", v)
+	}
+	if v := h.Get("x-amz-object-lock-retain-until-date"); v != "" {
+		if t, err := time.Parse(time.RFC3339, strings.TrimSpace(v)); err == nil {
+			set("s3:object-lock-retain-until-date", t.UTC().Format(time.RFC3339))
+			days := int64(0)
+			if left := t.Sub(now); left > 0 {
+				days = int64((left + 24*time.Hour - 1) / (24 * time.Hour))
+			}
+			set("s3:object-lock-remaining-retention-days", strconv.FormatInt(days, 10))
+		}
+	}
+	if v := h.Get("x-amz-object-lock-legal-hold"); v != "" {
+		set("s3:object-lock-legal-hold", v)
+	}
+}
+
+// conditionContext gathers the condition keys of the request asking for
+// action on key's version ("" for the current object). The existing tags
+// are those of that version, read only if the policy tests them.
+func (s *Server) conditionContext(rq *request, b *meta.Bucket, key, action, version string, pol *policy.Policy) (map[string][]string, error) {
 	ctx := map[string][]string{}
 	set := func(k, v string) { ctx[policy.NormalizeKey(k)] = []string{v} }
 	if host, _, err := net.SplitHostPort(rq.RemoteAddr); err == nil {
@@ -268,14 +312,18 @@ func (s *Server) conditionContext(rq *request, b *meta.Bucket, key, version stri
 			}
 		}
 	}
+	wh := writeHeader(rq)
 	for _, h := range []string{"x-amz-acl", "x-amz-grant-read", "x-amz-grant-write", "x-amz-grant-read-acp",
 		"x-amz-grant-write-acp", "x-amz-grant-full-control", "x-amz-copy-source", "x-amz-metadata-directive",
 		"x-amz-storage-class", "x-amz-server-side-encryption", "x-amz-content-sha256"} {
-		if v := rq.Header.Get(h); v != "" {
+		if v := wh.Get(h); v != "" {
 			set("s3:"+h, v)
 		}
 	}
-	if v := rq.Header.Get("x-amz-tagging"); v != "" {
+	if key != "" && lockConditionActions[action] {
+		setLockConditions(set, wh, now)
+	}
+	if v := wh.Get("x-amz-tagging"); v != "" {
 		if tags, err := parseTagging(v); err == nil {
 			addTags(ctx, "s3:RequestObjectTag/", "s3:RequestObjectTagKeys", tags)
 		}

@@ -170,8 +170,8 @@ func TestBucketPolicyDecisions(t *testing.T) {
 			}},
 		{name: "request object tag and acl",
 			policy: policyDoc(
-				`{"Effect":"Allow","Principal":{"AWS":"other"},"Action":"s3:PutObject","Resource":"arn:aws:s3:::$B/team/*","Condition":{"StringEquals":{"s3:RequestObjectTag/team":"blue"}}}`,
-				`{"Effect":"Allow","Principal":{"AWS":"other"},"Action":"s3:PutObject","Resource":"arn:aws:s3:::$B/drop/*","Condition":{"StringEquals":{"s3:x-amz-acl":"bucket-owner-full-control"}}}`),
+				`{"Effect":"Allow","Principal":{"AWS":"other"},"Action":["s3:PutObject","s3:PutObjectTagging"],"Resource":"arn:aws:s3:::$B/team/*","Condition":{"StringEquals":{"s3:RequestObjectTag/team":"blue"}}}`,
+				`{"Effect":"Allow","Principal":{"AWS":"other"},"Action":["s3:PutObject","s3:PutObjectAcl"],"Resource":"arn:aws:s3:::$B/drop/*","Condition":{"StringEquals":{"s3:x-amz-acl":"bucket-owner-full-control"}}}`),
 			checks: []check{
 				{"other", putObject("team/a", withTagging("team=blue")), ""},
 				{"other", putObject("team/b", withTagging("team=red")), "AccessDenied"},

@@ -66,20 +66,34 @@ func (s *Server) postObject(rq *request) error {
 	}
 	rq.bucketRec = b
 	s.addCORSHeaders(rq, b)
-	if err := s.decide(rq, b, operationAccess(rq.op), rq.key); err != nil {
-		return err
-	}
 
-	// The form fields play the role of request headers.
+	// The form fields play the role of request headers, for the write and
+	// for the condition keys of its decisions (the ACL, the tags, the
+	// lock): what a PUT carries in headers, a form carries in fields.
 	h := http.Header{}
 	for name, value := range fields {
 		h.Set(name, value)
 	}
-	a, err := attrsFromHeader(h)
-	if err != nil {
+	if v := h.Get("acl"); v != "" {
+		h.Set("x-amz-acl", v)
+	}
+	tags, tagsErr := parseTaggingXMLField(fields)
+	h.Del("x-amz-tagging")
+	if len(tags) > 0 {
+		q := url.Values{}
+		for k, v := range tags {
+			q.Set(k, v)
+		}
+		h.Set("x-amz-tagging", q.Encode())
+	}
+	rq.condHeader = h
+	if err := s.decide(rq, b, operationAccess(rq.op), rq.key); err != nil {
 		return err
 	}
-	tags, err := parseTaggingXMLField(fields)
+	if tagsErr != nil {
+		return tagsErr
+	}
+	a, err := attrsFromHeader(h)
 	if err != nil {
 		return err
 	}
@@ -88,11 +102,11 @@ func (s *Server) postObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if v := h.Get("acl"); v != "" {
-		h.Set("x-amz-acl", v)
-	}
 	grants, owner, err := s.objectACL(h, b, rq.accessKey)
 	if err != nil {
+		return err
+	}
+	if err := s.authorizeACLAndTags(rq, aclHeadersGiven(h), len(tags) > 0); err != nil {
 		return err
 	}
 	obj := &meta.Object{Owner: owner, Tags: tags, Grants: grants}

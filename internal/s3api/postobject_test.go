@@ -30,8 +30,14 @@ type formField struct{ name, value string }
 // minio-go signs (SigV4) for bucket/key; setup adds conditions.
 func (e *testEnv) presignedPost(bucket, key string, setup func(*minio.PostPolicy) error) (*url.URL, []formField) {
 	e.t.Helper()
+	return e.presignedPostBy(rootUser, bucket, key, setup)
+}
+
+// presignedPostBy is presignedPost signed by user.
+func (e *testEnv) presignedPostBy(user User, bucket, key string, setup func(*minio.PostPolicy) error) (*url.URL, []formField) {
+	e.t.Helper()
 	u, _ := url.Parse(e.ts.URL)
-	mc, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(rootUser.AccessKey, rootUser.SecretKey, ""), Region: testRegion})
+	mc, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(user.AccessKey, user.SecretKey, ""), Region: testRegion})
 	if err != nil {
 		e.t.Fatal(err)
 	}

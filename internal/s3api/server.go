@@ -161,6 +161,10 @@ type request struct {
 	// version is the engine's id of the version the versionId parameter
 	// names ("" for none), set by route for object operations.
 	version string
+	// condHeader, when set, is what the condition keys of the write are
+	// read from instead of the request's header (writeHeader): a POST
+	// form's fields, or a Retention or LegalHold body as lock headers.
+	condHeader http.Header
 }
 
 // responseWriter remembers whether the header was written, so that an

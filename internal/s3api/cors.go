@@ -1,12 +1,10 @@
 package s3api
 
 import (
-	"bytes"
 	"encoding/xml"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/b3-storage/b3/internal/meta"
 )
@@ -26,7 +24,7 @@ const (
 )
 
 // corsConfiguration is the CORSConfiguration document. The raw bytes are
-// stored; the parsed form is cached (corsCache), as every request carrying
+// stored; the parsed form is cached (docCache), as every request carrying
 // an Origin consults it, before it is authorized.
 type corsConfiguration struct {
 	XMLName xml.Name   `xml:"CORSConfiguration"`
@@ -74,55 +72,13 @@ func parseCORS(data []byte) (*corsConfiguration, error) {
 	return &conf, nil
 }
 
-// corsCache holds parsed CORS configurations by bucket, as policyCache
-// holds policies: an entry is used only while the bucket record holds the
-// same document, so a change by any path (PutBucketCors on this node, a
-// record replicated from another) is seen by the next request. A stored
-// document that no longer parses is cached with its error. The cache is
-// bounded by the bytes of the documents it holds as well as by their
-// number: documents stored before the 64 KB cap may be up to 4 MiB.
-type corsCache struct {
-	mu      sync.Mutex
-	entries map[string]cachedCORS
-	size    int // sum of len(raw) over entries
-}
-
-type cachedCORS struct {
-	raw  []byte
-	conf *corsConfiguration
-	err  error
-}
-
-const (
-	maxCachedCORS      = 4096
-	maxCachedCORSBytes = 64 << 20
-)
-
 // bucketCORS returns b's parsed CORS configuration, nil if it has none.
 // The configuration returned is shared: callers must not modify it.
 func (s *Server) bucketCORS(b *meta.Bucket) (*corsConfiguration, error) {
 	if len(b.CORS) == 0 {
 		return nil, nil
 	}
-	c := &s.cors
-	c.mu.Lock()
-	e, ok := c.entries[b.Name]
-	c.mu.Unlock()
-	if ok && bytes.Equal(e.raw, b.CORS) {
-		return e.conf, e.err
-	}
-	conf, err := parseCORS(b.CORS)
-	c.mu.Lock()
-	if old, ok := c.entries[b.Name]; ok {
-		c.size -= len(old.raw)
-	}
-	if c.entries == nil || len(c.entries) >= maxCachedCORS || c.size+len(b.CORS) > maxCachedCORSBytes {
-		c.entries, c.size = map[string]cachedCORS{}, 0
-	}
-	c.entries[b.Name] = cachedCORS{raw: b.CORS, conf: conf, err: err}
-	c.size += len(b.CORS)
-	c.mu.Unlock()
-	return conf, err
+	return s.cors.get(b.Name, b.CORS, parseCORS)
 }
 
 // wildcardMatch matches s against a pattern with at most one '*'.

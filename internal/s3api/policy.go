@@ -1,7 +1,6 @@
 package s3api
 
 import (
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/b3-storage/b3/internal/meta"
@@ -197,19 +195,6 @@ func managesPolicy(action string) bool {
 	return false
 }
 
-// policyCache holds parsed bucket policies: parsing on every request of
-// a bucket with a policy would cost more than the evaluation. An entry
-// is used only while the bucket record holds the same document.
-type policyCache struct {
-	mu      sync.Mutex
-	entries map[string]cachedPolicy
-}
-
-type cachedPolicy struct {
-	raw    []byte
-	parsed *policy.Policy
-}
-
 // bucketPolicy returns b's parsed policy, nil if it has none. Stored
 // policies were validated when put; one that no longer parses is an
 // internal error, never "no policy" (that would drop its Denies).
@@ -217,24 +202,7 @@ func (s *Server) bucketPolicy(b *meta.Bucket) (*policy.Policy, error) {
 	if len(b.Policy) == 0 {
 		return nil, nil
 	}
-	c := &s.policies
-	c.mu.Lock()
-	e, ok := c.entries[b.Name]
-	c.mu.Unlock()
-	if ok && bytes.Equal(e.raw, b.Policy) {
-		return e.parsed, nil
-	}
-	p, err := policy.Parse(b.Policy, b.Name)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.entries == nil || len(c.entries) >= 4096 {
-		c.entries = map[string]cachedPolicy{}
-	}
-	c.entries[b.Name] = cachedPolicy{raw: b.Policy, parsed: p}
-	c.mu.Unlock()
-	return p, nil
+	return s.policies.get(b.Name, b.Policy, func(raw []byte) (*policy.Policy, error) { return policy.Parse(raw, b.Name) })
 }
 
 // lockConditionActions are the actions AWS documents the Object Lock

@@ -21,6 +21,7 @@ import (
 	"github.com/b3-storage/b3/internal/authlimit"
 	"github.com/b3-storage/b3/internal/checksum"
 	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/policy"
 	"github.com/b3-storage/b3/internal/s3auth"
 )
 
@@ -97,8 +98,8 @@ type Server struct {
 	idPrefix  string
 	idCounter atomic.Uint64
 
-	policies policyCache
-	cors     corsCache
+	policies docCache[*policy.Policy]
+	cors     docCache[*corsConfiguration]
 	versions *versionCodec
 }
 

@@ -39,6 +39,13 @@ func mountTmpfs(t *testing.T, c *testutil.Cluster, dir string, size int64) {
 	})
 }
 
+// retrying is cl with the SDK's standard retryer (503s and connection
+// errors, exponential back-off with jitter), given enough attempts to
+// ride through a leader change (an election takes 1-3 s here).
+func retrying(cl *s3.Client) *s3.Client {
+	return s3.New(cl.Options(), func(o *s3.Options) { o.Retryer, o.RetryMaxAttempts = retry.NewStandard(), 10 })
+}
+
 // TestClusterDiskFull: one member's data sits on a 320 MiB file system, 235 MiB of it
 // taken by another file,
 // (tmpfs) that 80 PUTs of 1 MiB overfill, while the two others have room.
@@ -63,10 +70,9 @@ func TestClusterDiskFull(t *testing.T) {
 			}
 		},
 	})
-	// Clients retry as the SDK does by default (3 attempts, backoff).
 	var cl []*s3.Client
 	for _, raw := range clients(c) {
-		cl = append(cl, s3.New(raw.Options(), func(o *s3.Options) { o.Retryer, o.RetryMaxAttempts = retry.NewStandard(), retry.DefaultMaxAttempts }))
+		cl = append(cl, retrying(raw))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -178,7 +184,7 @@ func TestClusterDiskEIO(t *testing.T) {
 	})
 	var cl []*s3.Client
 	for _, raw := range clients(c) {
-		cl = append(cl, s3.New(raw.Options(), func(o *s3.Options) { o.Retryer, o.RetryMaxAttempts = retry.NewStandard(), retry.DefaultMaxAttempts }))
+		cl = append(cl, retrying(raw))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
@@ -57,12 +56,7 @@ func (n *Node) newProxy() *httputil.ReverseProxy {
 			if p := pr.In.Header.Values("X-Forwarded-Proto"); len(p) > 0 {
 				pr.Out.Header["X-Forwarded-Proto"] = p
 			}
-			pr.Out.Header.Set(forwardClientHeader, pr.In.RemoteAddr)
-			tlsState := "0"
-			if pr.In.TLS != nil {
-				tlsState = "1"
-			}
-			pr.Out.Header.Set(forwardTLSHeader, tlsState)
+			setForwarded(pr.Out.Header, pr.In)
 		},
 		Transport:     n.peerTransport(protoForward),
 		FlushInterval: -1,
@@ -100,6 +94,17 @@ func (n *Node) forwardedHandler() http.Handler {
 	}))
 }
 
+// setForwarded writes into h, over whatever a client sent under those
+// names, the address and TLS state of the client connection in.
+func setForwarded(h http.Header, in *http.Request) {
+	h.Set(forwardClientHeader, in.RemoteAddr)
+	tlsState := "0"
+	if in.TLS != nil {
+		tlsState = "1"
+	}
+	h.Set(forwardTLSHeader, tlsState)
+}
+
 // asForwardedBy returns r as the client sent it to the member that
 // forwarded it: the client's address and TLS state from the forward
 // headers, which it removes. ok is false if they are missing or malformed
@@ -125,20 +130,6 @@ func asForwardedBy(r *http.Request) (_ *http.Request, ok bool) {
 	r.Header.Del(forwardClientHeader)
 	r.Header.Del(forwardTLSHeader)
 	return r, true
-}
-
-// withClientAddr is asForwardedBy for the node-to-node endpoints that act
-// for an operator (the admin API's forwarded changes): the address is for
-// the audit log only.
-func withClientAddr(r *http.Request) *http.Request {
-	if addr := r.Header.Get(forwardClientHeader); addr != "" {
-		if _, err := net.ResolveTCPAddr("tcp", addr); err == nil {
-			r = r.WithContext(r.Context())
-			r.RemoteAddr = addr
-		}
-	}
-	r.Header.Del(forwardClientHeader)
-	return r
 }
 
 // The admin API's cluster-wide changes.
@@ -196,7 +187,7 @@ func (n *Node) adminOnLeader(w http.ResponseWriter, r *http.Request) {
 	req.ContentLength = r.ContentLength
 	req.Header.Set("Content-Type", r.Header.Get("Content-Type"))
 	req.Header.Set(admin.ActorHeader, r.Header.Get(admin.ActorHeader))
-	req.Header.Set(forwardClientHeader, r.RemoteAddr)
+	setForwarded(req.Header, r)
 	resp, err := n.peerClient.Do(req)
 	if err != nil {
 		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": fmt.Sprintf("the leader %s did not answer: %v; retry", id, err)})
@@ -220,7 +211,11 @@ func (n *Node) handleAdminForward(w http.ResponseWriter, r *http.Request) {
 		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "this node no longer leads; retry"})
 		return
 	}
-	r = withClientAddr(r)
+	r, ok := asForwardedBy(r) // the operator's address, for the audit log
+	if !ok {
+		admin.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "a forwarded admin change must name its client"})
+		return
+	}
 	r.URL.Path = "/" + strings.TrimPrefix(r.URL.Path, adminForwardPrefix)
 	r.URL.RawPath = ""
 	(*h).ServeHTTP(w, r)

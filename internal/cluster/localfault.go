@@ -156,16 +156,16 @@ var errFullHandOver = &s3api.APIError{Code: "SlowDown", Status: 503,
 var errFailingHandOver = &s3api.APIError{Code: "SlowDown", Status: 503,
 	Message: "This node's disk failed the write; leadership moves to a healthy member. Retry."}
 
-// ownDiskFailed is what a client's write gets when staging its bytes
-// here failed with err: a fault of this leader's own disk hands
+// ownDiskFailed is what a client's write gets when reserving space for
+// its bytes, or staging them, here failed with err: a fault of this leader's own disk hands
 // leadership over (at most every fullHandOver) and asks the client to
 // retry; anything else is err.
 func (n *Node) ownDiskFailed(err error) error {
 	if !isLocalFault(err) || !n.mayHandOver() {
 		return err
 	}
-	n.log.Error("this leader's disk failed a client's write", "err", err)
-	go n.handOver("this node's disk failed a client's write")
+	n.log.Error("this leader's disk is full or failing under a client's write", "err", err)
+	go n.handOver("this node's disk is full (--min-free-space) or failing")
 	if errors.Is(err, objstore.ErrStorageFull) {
 		return errFullHandOver
 	}
@@ -179,11 +179,10 @@ func (n *Node) ownDiskFailed(err error) error {
 // to, writes get 507 InsufficientStorage, as on b3 server.
 func (s *Store) Reserve(size int64) (release func(), err error) {
 	release, err = s.Store.Reserve(size)
-	if errors.Is(err, objstore.ErrStorageFull) && s.node.mayHandOver() {
-		go s.node.handOver("a write found this node's disk within its free-space reserve (--min-free-space)")
-		return nil, errFullHandOver
+	if err != nil {
+		return nil, s.node.ownDiskFailed(err)
 	}
-	return release, err
+	return release, nil
 }
 
 // full reports whether this node's disks are within the free-space

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,12 +25,7 @@ import (
 // serving the right bytes is taken. A multipart object's ETag is no MD5
 // sum: its size alone is checked.
 func TestFetchRefusesWrongBytes(t *testing.T) {
-	dir := t.TempDir()
-	store, err := objstore.Open(objstore.Options{MetaDir: filepath.Join(dir, "meta"), DataDir: filepath.Join(dir, "seg"), Logger: slog.Default()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := newReplica(t).store
 	if _, err := store.CreateBucket(&meta.Bucket{Name: "b"}); err != nil {
 		t.Fatal(err)
 	}

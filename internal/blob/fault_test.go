@@ -5,17 +5,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync/atomic"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/b3-storage/b3/internal/vfs"
 )
 
 // faultFS fails every file Sync while failSync is set, as a disk reporting
-// a writeback error (EIO) would.
+// a writeback error (EIO) would. While full is set it is a disk out of
+// space: segment creation and writes fail with ENOSPC (a write may land
+// in part), and so does every fsync when syncToo is set (a kernel with
+// delayed allocation learns of the shortage only at writeback).
 type faultFS struct {
 	vfs.FS
-	failSync atomic.Bool
+	failSync      atomic.Bool
+	full, syncToo atomic.Bool
 }
 
 var errInjected = errors.New("injected fsync failure")
@@ -29,10 +36,27 @@ func (f *faultFile) Sync() error {
 	if f.fs.failSync.Load() {
 		return errInjected
 	}
+	if f.fs.full.Load() && f.fs.syncToo.Load() {
+		return noSpace
+	}
 	return f.File.Sync()
 }
 
+func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.fs.full.Load() {
+		n, _ := f.File.WriteAt(p[:len(p)/2], off)
+		return n, noSpace
+	}
+	return f.File.WriteAt(p, off)
+}
+
+// noSpace is ENOSPC wrapped as the os package wraps it.
+var noSpace = &fs.PathError{Op: "write", Path: "data/segment", Err: unix.ENOSPC}
+
 func (f *faultFS) Create(name string, direct bool) (vfs.File, bool, error) {
+	if f.full.Load() {
+		return nil, false, noSpace
+	}
 	file, d, err := f.FS.Create(name, direct)
 	if err != nil {
 		return nil, false, err

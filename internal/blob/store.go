@@ -94,6 +94,7 @@ type Store struct {
 	ckpt   checkpointer
 
 	failure atomic.Pointer[error] // first write/fsync error: the store stops accepting writes
+	epoch   atomic.Uint64         // Recovers so far: a write spanning one fails (sameEpoch)
 
 	stateMu   sync.Mutex
 	closed    bool
@@ -159,6 +160,7 @@ func (s *Store) AppendTagged(ctx context.Context, owner Owner, tag uint16, r io.
 		return nil, 0, err
 	}
 	defer s.inflight.Done()
+	epoch := s.epoch.Load()
 	if iolimit.PriorityFrom(ctx) != iolimit.Background {
 		s.clientAppends.Add(1)
 		defer s.clientAppends.Add(-1)
@@ -207,7 +209,7 @@ func (s *Store) AppendTagged(ctx context.Context, owner Owner, tag uint16, r io.
 	if len(extents) == 0 {
 		return nil, 0, nil
 	}
-	return extents, size, s.waitDurable(ctx, last)
+	return extents, size, s.sameEpoch(epoch, s.waitDurable(ctx, epoch, last))
 }
 
 // fillChunk reads from r until chunk is full or r reports io.EOF. Unlike
@@ -293,16 +295,17 @@ func (s *Store) CopyRecords(ctx context.Context, recs []Record) ([]Extent, error
 		return nil, err
 	}
 	defer s.inflight.Done()
+	epoch := s.epoch.Load()
 	out, last, err := s.copyRecords(ctx, recs)
 	if err != nil || len(out) == 0 {
-		return out, err
+		return out, s.sameEpoch(epoch, err)
 	}
 	if s.opts.Sync == SyncNone {
 		// Copies stand in for records that are durable: they are made
 		// durable too before anyone points at them, whatever the policy.
-		return out, s.syncThrough(last)
+		return out, s.sameEpoch(epoch, s.syncThrough(epoch, last))
 	}
-	return out, s.waitDurable(ctx, last)
+	return out, s.sameEpoch(epoch, s.waitDurable(ctx, epoch, last))
 }
 
 // copyRecords is CopyRecords without the wait for durability; it returns

@@ -65,6 +65,10 @@ func (g *groupCommit) syncedPos() position {
 func (g *groupCommit) advance(p position) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.advanceLocked(p)
+}
+
+func (g *groupCommit) advanceLocked(p position) int {
 	if g.synced.less(p) {
 		g.synced = p
 	}
@@ -87,6 +91,10 @@ func (g *groupCommit) advance(p position) int {
 func (g *groupCommit) fail(err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.failLocked(err)
+}
+
+func (g *groupCommit) failLocked(err error) {
 	if g.err == nil {
 		g.err = err
 	}
@@ -141,6 +149,8 @@ func (g *groupCommit) stopSyncer() {
 }
 
 // waitDurable returns once the bytes before p are durable per the policy.
+// epoch is the caller's (Recover): a caller from before a recovery gets
+// ErrRestarted.
 //
 // Under SyncBatch a caller at background priority (iolimit.PriorityFrom)
 // that finds client appends in progress first waits up to
@@ -148,18 +158,24 @@ func (g *groupCommit) stopSyncer() {
 // and only then asks for one: background fsyncs do not run ahead of, and
 // so do not delay, the fsyncs clients wait for. With no client appending
 // there is nobody to delay, and background asks at once.
-func (s *Store) waitDurable(ctx context.Context, p position) error {
+func (s *Store) waitDurable(ctx context.Context, epoch uint64, p position) error {
 	switch s.opts.Sync {
 	case SyncNone:
 		return s.failed()
 	case SyncAlways:
-		return s.syncThrough(p)
+		return s.syncThrough(epoch, p)
 	}
 	g := &s.commit
 	g.mu.Lock()
-	if g.err != nil {
+	if err := g.err; err != nil {
 		g.mu.Unlock()
-		return g.err
+		return err
+	}
+	// Recover moves the epoch on before it clears g.err (under g.mu): a
+	// caller from before it sees one or the other here.
+	if s.epoch.Load() != epoch {
+		g.mu.Unlock()
+		return ErrRestarted
 	}
 	if !g.synced.less(p) {
 		g.mu.Unlock()
@@ -207,11 +223,13 @@ func (s *Store) syncLoop() {
 			return
 		}
 		for g.pending() {
+			s.mu.Lock()
+			epoch := s.epoch.Load() // a round of one epoch (see Recover)
 			if err := s.failed(); err != nil {
-				g.fail(err)
+				s.mu.Unlock()
+				s.failRound(epoch, err)
 				break
 			}
-			s.mu.Lock()
 			w := s.active
 			target := position{w.id, w.end.Load()}
 			w.cut()
@@ -229,22 +247,27 @@ func (s *Store) syncLoop() {
 				err = s.failed()
 			}
 			if err != nil {
-				s.setFailed(err)
-				g.fail(err)
+				s.failRound(epoch, err)
 				break
 			}
-			s.stats.groupCommit(g.advance(target))
-			s.ckpt.progress(target)
+			if woken := s.advanceRound(epoch, target); woken >= 0 {
+				s.stats.groupCommit(woken)
+				s.ckpt.progress(target)
+			}
 		}
 	}
 }
 
 // syncThrough is SyncAlways: the caller's own cut, flush and fsync.
-func (s *Store) syncThrough(p position) error {
+func (s *Store) syncThrough(epoch uint64, p position) error {
 	if err := s.failed(); err != nil {
 		return err
 	}
 	s.mu.Lock()
+	if s.epoch.Load() != epoch {
+		s.mu.Unlock()
+		return ErrRestarted // p may lie past the end Recover cut to
+	}
 	w := s.active
 	if w.id != p.segment || w.sealed {
 		s.mu.Unlock()
@@ -260,10 +283,12 @@ func (s *Store) syncThrough(p position) error {
 		err = s.failed() // see syncLoop: no acknowledgement after a failed fsync
 	}
 	if err != nil {
-		s.setFailed(err)
+		s.failRound(epoch, err)
 		return err
 	}
-	s.commit.advance(p)
+	if s.advanceRound(epoch, p) < 0 {
+		return ErrRestarted
+	}
 	s.ckpt.progress(p)
 	return nil
 }

@@ -58,7 +58,7 @@ func (s *Store) PutPart(ctx context.Context, bucket, key, uploadID string, numbe
 	if err != nil {
 		return nil, err
 	}
-	if err := s.space.admit(0); err != nil {
+	if err := s.admitWrite(); err != nil {
 		return nil, err
 	}
 	write := s.inflight.register(s.activeSegment)

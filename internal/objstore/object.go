@@ -40,7 +40,7 @@ func (s *Store) PutObject(ctx context.Context, in PutInput) (*meta.Object, error
 	if _, err := s.GetBucket(in.Bucket); err != nil {
 		return nil, err
 	}
-	if err := s.space.admit(0); err != nil {
+	if err := s.admitWrite(); err != nil {
 		return nil, err
 	}
 	version, err := s.meta.NextVersion()

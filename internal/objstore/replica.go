@@ -54,7 +54,7 @@ type Staged struct {
 // Stage writes body into the segments as (bucket/key, version) and
 // returns once the bytes are synced under the store's policy.
 func (s *Store) Stage(ctx context.Context, bucket, key string, version uint64, body io.Reader) (*Staged, error) {
-	if err := s.space.admit(0); err != nil {
+	if err := s.admitWrite(); err != nil {
 		return nil, err
 	}
 	write := s.inflight.register(s.activeSegment)

@@ -10,6 +10,7 @@ import (
 
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/vfs"
 )
 
@@ -176,6 +177,42 @@ func (g *spaceGuard) freeBytes() int64 {
 // would cut into the reserve. PutObject and PutPart check the reserve
 // again (size unknown) for every caller.
 func (s *Store) Reserve(size int64) (release func(), err error) { return s.space.take(size) }
+
+// admitWrite admits a write of unknown size against the reserve (see
+// spaceGuard) and, once there is room, brings back a blob store that a
+// full disk stopped (blob.Store.Recover): a store recovers from ENOSPC
+// without a restart as soon as space is freed, by deletes and vacuum or
+// by an operator. The write itself then fails or succeeds on its own.
+func (s *Store) admitWrite() error {
+	if err := s.space.admit(0); err != nil {
+		return err
+	}
+	s.recoverBlob()
+	return nil
+}
+
+// recoverBlob calls blob.Store.Recover if a full disk stopped the blob
+// store, at most once per recoverEvery. Vacuum calls it too, before the
+// reserve allows writes again: the reserve is its (see spaceGuard).
+func (s *Store) recoverBlob() {
+	if f := s.blob.Failure(); f == nil || !blob.IsNoSpace(f) {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := s.lastRecover.Load()
+	if now-last < int64(recoverEvery) || !s.lastRecover.CompareAndSwap(last, now) {
+		return
+	}
+	if err := s.blob.Recover(); err != nil {
+		s.log.Warn("the data disk is still full: writes stay refused", "err", err)
+		return
+	}
+	s.log.Info("the data disk has room again: accepting writes")
+}
+
+// recoverEvery spaces attempts to bring back a blob store a full disk
+// stopped: each cuts and syncs a segment.
+const recoverEvery = time.Second
 
 // FreeBytes reports the least free space over the data and metadata disks
 // as last measured, or -1 when no reserve is configured.

@@ -107,13 +107,14 @@ type Store struct {
 	closing     context.Context
 	stopClosing context.CancelFunc
 
-	inflight inflightWrites
-	orphans  orphanBooks
-	stageTag atomic.Uint32 // the last tag Stage gave (see nextStageTag)
-	vacuum   vacuumState
-	lc       lifecycleState
-	cache    *ObjectCache
-	space    *spaceGuard
+	inflight    inflightWrites
+	orphans     orphanBooks
+	stageTag    atomic.Uint32 // the last tag Stage gave (see nextStageTag)
+	vacuum      vacuumState
+	lc          lifecycleState
+	cache       *ObjectCache
+	space       *spaceGuard
+	lastRecover atomic.Int64 // unix nanos of the last blob.Recover attempt (admitWrite)
 }
 
 // Open opens (creating if needed) the store described by opts, recovering

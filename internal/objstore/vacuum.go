@@ -113,6 +113,7 @@ func (s *Store) vacuumPass(ctx context.Context, threshold float64) (VacuumResult
 	}
 	var res VacuumResult
 	var err error
+	s.recoverBlob()
 	if aerr := s.auditOrphans(ctx); aerr != nil && ctx.Err() == nil {
 		s.log.Warn("vacuum: orphan audit", "err", aerr)
 	}

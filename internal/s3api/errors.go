@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/objstore"
 )
 
@@ -65,6 +66,7 @@ var (
 	errIncompleteBody         = apiErr("IncompleteBody", 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.")
 	errInternal               = apiErr("InternalError", 500, "We encountered an internal error. Please try again.")
 	errInsufficientStorage    = apiErr("InsufficientStorage", 507, "The server's disk is below its free-space reserve; delete objects or add space, then retry.")
+	errRestarted              = apiErr("SlowDown", 503, "The server recovered from a full disk while this request wrote; retry.")
 	errInvalidArgument        = apiErr("InvalidArgument", 400, "Invalid Argument")
 	errInvalidBucketName      = apiErr("InvalidBucketName", 400, "The specified bucket is not valid.")
 	errInvalidLocation        = apiErr("InvalidLocationConstraint", 400, "The specified location-constraint is not valid.")
@@ -151,8 +153,10 @@ func toAPIError(err error) (s3Error, bool) {
 		return errMethodNotAllowed, true
 	case errors.Is(err, objstore.ErrInvalidBucketState):
 		return errInvalidBucketState.withMessage("The bucket has Object Lock: its versioning cannot be suspended."), true
-	case errors.Is(err, objstore.ErrStorageFull):
+	case errors.Is(err, objstore.ErrStorageFull), blob.IsNoSpace(err):
 		return errInsufficientStorage, true
+	case errors.Is(err, blob.ErrRestarted):
+		return errRestarted, true
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		// The client closed the connection before sending Content-Length
 		// bytes (net/http reports it so).

@@ -46,26 +46,54 @@ func retrying(cl *s3.Client) *s3.Client {
 	return s3.New(cl.Options(), func(o *s3.Options) { o.Retryer, o.RetryMaxAttempts = retry.NewStandard(), 10 })
 }
 
-// TestClusterDiskFull: one member's data sits on a 320 MiB file system, 235 MiB of it
-// taken by another file,
-// (tmpfs) that 80 PUTs of 1 MiB overfill, while the two others have room.
-// Every PUT is acknowledged (the SDK retries 503s, nothing else); the
-// full member refuses pushes within its reserve, its apply waits on its
-// own disk — which it reports as such, never as bytes no member holds —
-// and it stops standing for election; declare-lost refuses; every object
-// reads back whole through every node. Once an operator frees space on
-// its disk, the member catches up without a restart.
+// TestClusterDiskFull: one member's data sits on a 320 MiB file system
+// (tmpfs), most of it taken by another file, that 80 PUTs of 1 MiB
+// overfill, while the two others have room. Every PUT is acknowledged
+// (the SDK retries 503s, nothing else); the full member refuses pushes,
+// its apply waits on its own disk — which it reports as such, never as
+// bytes no member holds — and it stops standing for election;
+// declare-lost refuses; every object reads back whole through every node.
+// Once an operator frees space on its disk, the member catches up without
+// a restart.
+//
+// Two layouts: the whole node on the small disk, with a free-space
+// reserve (writes are refused before the disk is full); and only its
+// segments there (--data-dir, metadata and Raft log elsewhere) with no
+// reserve, so that the segment writes themselves fail with ENOSPC and the
+// blob store must recover from that once space is back.
 func TestClusterDiskFull(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		reserve  string
+		segments bool  // only the segments on the small disk
+		ballast  int64 // of the 320 MiB
+	}{
+		{name: "reserve", reserve: "12MiB", ballast: 235 << 20},
+		{name: "ENOSPC", reserve: "0", segments: true, ballast: 270 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) { diskFull(t, tc.reserve, tc.segments, tc.ballast) })
+	}
+}
+
+func diskFull(t *testing.T, reserve string, segments bool, ballast int64) {
 	const full = 2 // the member whose disk fills
 	var disk string
 	c := testutil.StartCluster(t, testutil.ClusterOptions{
-		Args: []string{"--min-free-space", "12MiB", "--segment-size", "4MiB"},
+		Args: []string{"--min-free-space", reserve, "--segment-size", "4MiB"},
+		NodeArgs: func(i int, n *testutil.ClusterNode) []string {
+			if i != full || !segments {
+				return nil
+			}
+			return []string{"--data-dir", filepath.Join(disk, "segments")}
+		},
 		BeforeStart: func(c *testutil.Cluster) {
 			disk = filepath.Join(filepath.Dir(c.Nodes[full].Data), "small-disk")
 			mountTmpfs(t, c, disk, 320<<20)
-			c.Nodes[full].Data = filepath.Join(disk, "data")
+			if !segments {
+				c.Nodes[full].Data = filepath.Join(disk, "data")
+			}
 			// What the operator removes to free space.
-			if err := os.WriteFile(filepath.Join(disk, "ballast"), make([]byte, 235<<20), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(disk, "ballast"), make([]byte, ballast), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -143,6 +171,15 @@ func TestClusterDiskFull(t *testing.T) {
 	waitFor(ctx, t, "the member to recover", func() bool {
 		return member(t, c, full).MissingBytes == nil && mustMetric(t, c, full, "b3_cluster_local_fault") == 0
 	})
+	if segments {
+		// The same process met ENOSPC and came back from it.
+		out := c.Nodes[full].Proc.Output.String()
+		for _, want := range []string{"no space left on device", "the data disk has room again: accepting writes"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the full member's log lacks %q", want)
+			}
+		}
+	}
 	if _, err := cl[full].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("after"), Body: bytes.NewReader(randomBytes(7, 1<<20))}); err != nil {
 		t.Fatalf("PUT after the space was freed: %v", err)
 	}

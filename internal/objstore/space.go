@@ -25,7 +25,7 @@ const spaceRefresh = 100 * time.Millisecond
 // spaceGuard keeps a reserve of free space on the data and metadata disks.
 // New writes are refused with ErrStorageFull once their size would cut into
 // it, so that a full disk does not fail a write half way: a failed segment
-// write stops the blob store until restart, and a full metadata disk stops
+// write stops the blob store until space is back (admitWrite), and a full metadata disk stops
 // pebble. Deletes and vacuum are never refused; they need a little space to
 // free a lot, and the reserve is theirs.
 //

@@ -112,6 +112,11 @@ func absent(sel chromedp.CSS) chromedp.Action[chromedp.Void] {
 	return waitTrue(fmt.Sprintf("!document.querySelector(%s)", jsString(string(sel))))
 }
 
+// toastSaid waits for a toast with exactly text.
+func toastSaid(text string) chromedp.Action[chromedp.Void] {
+	return waitTrue(`[...document.querySelectorAll('.toast')].some(t => t.textContent === ` + jsString(text) + `)`)
+}
+
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -228,6 +233,8 @@ func TestConsoleBrowser(t *testing.T) {
 	testResume(t, ctx, srv, consoleURL, dir)
 	testPagingAndMultiDelete(t, ctx, srv, consoleURL)
 	testDetails(t, ctx, srv, consoleURL)
+	testMetadataSave(t, ctx, srv, consoleURL)
+	testModalsFollowRoute(t, ctx, consoleURL)
 
 	// The other main pages, for the documentation's pictures.
 	run("settings", chromedp.Navigate(consoleURL+"#/settings/media"), present(chromedp.CSS("#usage")))
@@ -246,9 +253,6 @@ func TestConsoleBrowser(t *testing.T) {
 	}
 	if code := anonymous(); code != http.StatusForbidden {
 		t.Fatalf("anonymous GET of a new bucket's object: %d, want 403", code)
-	}
-	toastSaid := func(text string) chromedp.Action[chromedp.Void] {
-		return waitTrue(`[...document.querySelectorAll('.toast')].some(t => t.textContent === '` + text + `')`)
 	}
 	run("lift Block Public Access", present(chromedp.CSS("#pab-save")),
 		chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('input[id^="pab-"]').forEach(b => { b.checked = false })`),
@@ -283,6 +287,12 @@ func TestConsoleBrowser(t *testing.T) {
 	if strings.Contains(listed, "media") || status != 403 {
 		t.Errorf("second user: bucket list %q, listing media answered %d; want no media and 403", listed, status)
 	}
+
+	ctx3 := newTab()
+	if err := chromedp.Do(ctx3, login(consoleURL, accessKey, secretKey)); err != nil {
+		t.Fatal(err)
+	}
+	testNoStrayText(t, ctx3, consoleURL)
 
 	// Deleting a bucket that holds objects asks, then empties it.
 	run("delete the bucket", chromedp.Navigate(consoleURL+"#/buckets"), present(`tr[data-bucket="media"]`),
@@ -472,7 +482,7 @@ func testDetails(t *testing.T, ctx context.Context, srv *testutil.Server, consol
 		chromedp.SendKeys(chromedp.CSS("#tags tr:last-child .tk"), "camera"),
 		chromedp.SendKeys(chromedp.CSS("#tags tr:last-child .tv"), "front door"),
 		chromedp.Click(chromedp.ID("save-tags")),
-		waitTrue(`[...document.querySelectorAll('.toast')].some(t => t.textContent === 'Tags saved')`))
+		toastSaid("Tags saved"))
 	tags, err := c.GetObjectTagging(t.Context(), &s3.GetObjectTaggingInput{Bucket: aws.String("media"), Key: aws.String("meta.txt")})
 	if err != nil || len(tags.TagSet) != 1 || aws.ToString(tags.TagSet[0].Key) != "camera" || aws.ToString(tags.TagSet[0].Value) != "front door" {
 		t.Errorf("tags after saving: %+v (%v), want camera=front door", tags, err)

@@ -64,7 +64,7 @@ func readObjectState(t *testing.T, c *s3.Client, bucket, key string) objectState
 // console's no-store); Save with no edit changes nothing (no new
 // version); an edit of one metadata value keeps every system header,
 // the other metadata, the tags, the ACL and the legal hold.
-func testMetadataSave(t *testing.T, ctx context.Context, srv *testutil.Server, consoleURL string) {
+func testMetadataSave(t *testing.T, ctx context.Context, srv *testutil.Server, consoleURL string, shot func(string)) {
 	c := srv.Client(10 * time.Second)
 	bucket, key := "locked", "clip.bin"
 	if _, err := c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket), ObjectLockEnabledForBucket: aws.Bool(true),
@@ -101,6 +101,7 @@ func testMetadataSave(t *testing.T, ctx context.Context, srv *testutil.Server, c
 	if err != nil || shown != "max-age=60" {
 		t.Errorf("Details shows Cache-Control %q (%v), want the object's max-age=60", shown, err)
 	}
+	shot("details")
 
 	do(t, ctx, "save without an edit", chromedp.Click(chromedp.ID("save-metadata")), toastSaid("No change to save"))
 	if same := readObjectState(t, c, bucket, key); same.versionID != before.versionID {

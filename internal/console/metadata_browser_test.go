@@ -22,6 +22,7 @@ type objectState struct {
 	tags      map[string]string
 	grants    []string
 	legalHold types.ObjectLockLegalHoldStatus
+	retention string // mode and retain-until date
 	versionID string
 }
 
@@ -42,6 +43,7 @@ func readObjectState(t *testing.T, c *s3.Client, bucket, key string) objectState
 			"Expires":             aws.ToString(head.ExpiresString),
 		},
 		meta: head.Metadata, tags: map[string]string{}, legalHold: head.ObjectLockLegalHoldStatus, versionID: aws.ToString(head.VersionId),
+		retention: string(head.ObjectLockMode) + " " + aws.ToTime(head.ObjectLockRetainUntilDate).UTC().Format(time.RFC3339),
 	}
 	tags, err := c.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &bucket, Key: &key})
 	if err != nil {
@@ -63,7 +65,7 @@ func readObjectState(t *testing.T, c *s3.Client, bucket, key string) objectState
 // testMetadataSave: Details shows the object's own Cache-Control (not the
 // console's no-store); Save with no edit changes nothing (no new
 // version); an edit of one metadata value keeps every system header,
-// the other metadata, the tags, the ACL and the legal hold.
+// the other metadata, the tags, the ACL, the legal hold and the retention.
 func testMetadataSave(t *testing.T, ctx context.Context, srv *testutil.Server, consoleURL string, shot func(string)) {
 	c := srv.Client(10 * time.Second)
 	bucket, key := "locked", "clip.bin"
@@ -87,12 +89,14 @@ func testMetadataSave(t *testing.T, ctx context.Context, srv *testutil.Server, c
 		GrantRead:                 aws.String(`id="` + aliceID + `"`),
 		GrantFullControl:          aws.String(`id="` + aws.ToString(owner.Owner.ID) + `"`),
 		ObjectLockLegalHoldStatus: types.ObjectLockLegalHoldStatusOn,
+		ObjectLockMode:            types.ObjectLockModeGovernance,
+		ObjectLockRetainUntilDate: aws.Time(time.Now().Add(24 * time.Hour).Truncate(time.Second)),
 	}); err != nil {
 		t.Fatal(err)
 	}
 	before := readObjectState(t, c, bucket, key)
-	if len(before.grants) != 2 || before.legalHold != types.ObjectLockLegalHoldStatusOn || before.tags["keep"] != "yes" {
-		t.Fatalf("object as put: %+v; want two grants, a legal hold and a tag", before)
+	if len(before.grants) != 2 || before.legalHold != types.ObjectLockLegalHoldStatusOn || before.tags["keep"] != "yes" || !strings.HasPrefix(before.retention, "GOVERNANCE ") {
+		t.Fatalf("object as put: %+v; want two grants, a legal hold, a retention and a tag", before)
 	}
 
 	do(t, ctx, "details of a locked object", chromedp.Navigate(consoleURL+"#/b/"+bucket), chromedp.Click(inRow(key, "button.details")),
@@ -129,8 +133,8 @@ func testMetadataSave(t *testing.T, ctx context.Context, srv *testutil.Server, c
 	if strings.Join(after.grants, " ") != strings.Join(before.grants, " ") {
 		t.Errorf("after the edit the grants are %v, want %v", after.grants, before.grants)
 	}
-	if after.legalHold != types.ObjectLockLegalHoldStatusOn {
-		t.Errorf("after the edit the legal hold is %q, want ON", after.legalHold)
+	if after.legalHold != types.ObjectLockLegalHoldStatusOn || after.retention != before.retention {
+		t.Errorf("after the edit the legal hold is %q and the retention %q, want ON and %q", after.legalHold, after.retention, before.retention)
 	}
 	do(t, ctx, "close", chromedp.Click(chromedp.CSS(".modal button.close")), absent(chromedp.CSS(".modal")))
 }

@@ -85,9 +85,17 @@ const SYSTEM_HEADERS = ['Content-Type', 'Cache-Control', 'Content-Disposition', 
 // object's on as X-B3-Object-Cache-Control.
 function objectHeader(h, name) { return (name === 'Cache-Control' ? h.get('X-B3-Object-Cache-Control') : h.get(name)) || ''; }
 
-// LOCK_HEADERS are the Object Lock settings a HEAD reports and a write
-// sets; a copy gets none unless they are sent again.
-const LOCK_HEADERS = ['x-amz-object-lock-mode', 'x-amz-object-lock-retain-until-date', 'x-amz-object-lock-legal-hold'];
+// lockHeaders are the Object Lock settings of an object (from its HEAD)
+// that a copy must be sent to keep them: the legal hold, and a retention
+// that has not yet run out (a date in the past is refused, and protects
+// nothing any more).
+function lockHeaders(h) {
+  const out = {};
+  const mode = h.get('x-amz-object-lock-mode'), until = h.get('x-amz-object-lock-retain-until-date');
+  if (mode && until && new Date(until) > new Date()) Object.assign(out, { 'x-amz-object-lock-mode': mode, 'x-amz-object-lock-retain-until-date': until });
+  if (h.get('x-amz-object-lock-legal-hold')) out['x-amz-object-lock-legal-hold'] = h.get('x-amz-object-lock-legal-hold');
+  return out;
+}
 
 const GRANT_HEADERS = { READ: 'x-amz-grant-read', READ_ACP: 'x-amz-grant-read-acp', WRITE_ACP: 'x-amz-grant-write-acp', FULL_CONTROL: 'x-amz-grant-full-control' };
 
@@ -158,8 +166,7 @@ async function details(bucket, key, versionId) {
     // with it. If-Match: a change made meanwhile by someone else is not
     // overwritten with what this page read.
     const headers = Object.assign({ 'x-amz-copy-source': '/' + encodeURIComponent(bucket) + '/' + encodeKey(key), 'x-amz-metadata-directive': 'REPLACE',
-      'x-amz-copy-source-if-match': h.get('ETag') }, now.sys, await aclHeaders(bucket, key));
-    for (const name of LOCK_HEADERS) if (h.get(name)) headers[name] = h.get(name);
+      'x-amz-copy-source-if-match': h.get('ETag') }, now.sys, lockHeaders(h), await aclHeaders(bucket, key));
     for (const [k, v] of Object.entries(now.user)) headers['x-amz-meta-' + k] = v;
     await s3('PUT', bucket, key, null, { headers });
     toast('Metadata saved');

@@ -22,6 +22,7 @@ works /usr/bin/aws --version || need="$need awscli"
 works /usr/bin/s3cmd --version || need="$need s3cmd"
 works /usr/bin/rclone version || need="$need rclone"
 works /usr/bin/curl --version || need="$need curl"
+works /usr/bin/rsync --version || need="$need rsync" # test/mount copies a mounted tree with it
 works /usr/bin/python3 -c 'import boto3' || need="$need python3-boto3"
 # shellcheck disable=SC2086 # one word per package
 [ -z "$need" ] || apt_install $need

@@ -190,6 +190,8 @@ func adminStats(a *adminCall) (any, func(io.Writer), error) {
 func printStats(w io.Writer, st statsJSON) {
 	if o := st.Objects; o != nil {
 		fmt.Fprintf(w, "objects: %d in %d buckets, %d bytes\n", o.Objects, o.Buckets, o.Bytes)
+	} else {
+		fmt.Fprintln(w, "objects: not counted (b3 admin stats --objects counts them: a full metadata scan)")
 	}
 	v := st.Vacuum
 	fmt.Fprintf(w, "segments: %d, %d bytes, %d dead (%.1f%%)\n", len(st.Segments), v.TotalBytes, v.DeadBytes, pct(v.DeadBytes, v.TotalBytes))

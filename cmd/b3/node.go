@@ -227,7 +227,7 @@ func printClusterStatus(w io.Writer, st admin.ClusterStatus) {
 	for _, m := range st.Members {
 		health := "ok"
 		if !m.Healthy {
-			health = "DOWN: " + m.Error
+			health = "DOWN" // why: below the table
 		}
 		state := m.State
 		if m.Suffrage != "" && m.Suffrage != "voter" {
@@ -237,6 +237,9 @@ func printClusterStatus(w io.Writer, st admin.ClusterStatus) {
 	}
 	_ = tw.Flush()
 	for _, m := range st.Members {
+		if !m.Healthy {
+			fmt.Fprintf(w, "\n%s is DOWN: %s\n", m.ID, m.Error)
+		}
 		if m.ApplyHalted != "" {
 			fmt.Fprintf(w, "\n%s: its apply halted at %s: its own disk failed it; it retries until the disk takes the command (free space, or replace the disk), and does not stand for election meanwhile\n", m.ID, m.ApplyHalted)
 		}

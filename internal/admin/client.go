@@ -24,6 +24,21 @@ type Client struct {
 	Actor    string       // sent as ActorHeader for the audit log
 }
 
+// StatusError is an answer of the admin API that is not a success: its
+// HTTP status and the API's error message, if it gave one.
+type StatusError struct {
+	Method, Path string
+	Code         int
+	Message      string
+}
+
+func (e *StatusError) Error() string {
+	if e.Message != "" {
+		return fmt.Sprintf("%s %s: %s (%d)", e.Method, e.Path, e.Message, e.Code)
+	}
+	return fmt.Sprintf("%s %s: HTTP %d", e.Method, e.Path, e.Code)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
@@ -59,10 +74,8 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if resp.StatusCode >= 300 {
 		var e struct{ Error string }
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s %s: %s (%d)", method, path, e.Error, resp.StatusCode)
-		}
-		return fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
+		_ = json.Unmarshal(data, &e)
+		return &StatusError{Method: method, Path: path, Code: resp.StatusCode, Message: e.Error}
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {

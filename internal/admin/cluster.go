@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"time"
@@ -127,7 +128,7 @@ type ClusterLost struct {
 func (c *Client) DeclareLost(ctx context.Context, m ClusterMissing, gone ...string) (ClusterLost, error) {
 	var out ClusterLost
 	in := map[string]any{"index": m.Index, "bucket": m.Bucket, "key": m.Key, "version": m.Version, "gone": gone}
-	err := c.do(ctx, http.MethodPost, "/admin/v1/cluster/lost", in, &out)
+	err := clusterOnly(c.do(ctx, http.MethodPost, "/admin/v1/cluster/lost", in, &out))
 	return out, err
 }
 
@@ -149,14 +150,14 @@ type ClusterChange struct {
 // (b3 node --join), to the group.
 func (c *Client) AddClusterMember(ctx context.Context, id, addr string) (ClusterChange, error) {
 	var out ClusterChange
-	err := c.do(ctx, http.MethodPost, "/admin/v1/cluster/members", map[string]string{"id": id, "address": addr}, &out)
+	err := clusterOnly(c.do(ctx, http.MethodPost, "/admin/v1/cluster/members", map[string]string{"id": id, "address": addr}, &out))
 	return out, err
 }
 
 // RemoveClusterMember removes the member id from the group.
 func (c *Client) RemoveClusterMember(ctx context.Context, id string) (ClusterChange, error) {
 	var out ClusterChange
-	err := c.do(ctx, http.MethodDelete, "/admin/v1/cluster/members/"+url.PathEscape(id), nil, &out)
+	err := clusterOnly(c.do(ctx, http.MethodDelete, "/admin/v1/cluster/members/"+url.PathEscape(id), nil, &out))
 	return out, err
 }
 
@@ -165,6 +166,19 @@ func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 	var st ClusterStatus
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	err := c.do(ctx, http.MethodGet, "/admin/v1/cluster", nil, &st)
+	err := clusterOnly(c.do(ctx, http.MethodGet, "/admin/v1/cluster", nil, &st))
 	return st, err
+}
+
+// ErrNotCluster is a cluster call made to a single server.
+var ErrNotCluster = errors.New("this is a single b3 server, not a b3 node: it has no replica group (the cluster commands are for b3 node; docs/CLUSTER.md)")
+
+// clusterOnly turns the 404 of a single server, which has no cluster
+// endpoints, into ErrNotCluster.
+func clusterOnly(err error) error {
+	var status *StatusError
+	if errors.As(err, &status) && status.Code == http.StatusNotFound && status.Message == "" {
+		return ErrNotCluster
+	}
+	return err
 }

@@ -34,6 +34,7 @@ type s3Flags struct {
 	partSize     string
 	createBucket bool
 	prefix       string
+	created      bool // the run made the bucket: with cleanup it removes it
 }
 
 func (s *s3Flags) register(fs *flag.FlagSet) {
@@ -61,11 +62,25 @@ func (s *s3Flags) target(ctx context.Context, maxConc int) (*S3Target, error) {
 		return nil, err
 	}
 	if s.createBucket {
-		if err := t.EnsureBucket(ctx); err != nil {
+		if s.created, err = t.EnsureBucket(ctx); err != nil {
 			return nil, err
 		}
 	}
 	return t, nil
+}
+
+// removeBucket deletes the bucket when this run created it and cleaned
+// up after itself; a bucket that existed before is kept. It runs after
+// Ctrl-C too, bounded so that an unreachable server cannot hold the exit.
+func (s *s3Flags) removeBucket(t *S3Target, rep *Report, log io.Writer, cleanup bool) {
+	if !s.created || !cleanup {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := t.DeleteBucket(ctx); err != nil {
+		rep.AddNote(log, fmt.Sprintf("cleanup: the bucket this run created is kept: %v", err))
+	}
 }
 
 // start builds the target, records it in rep and sets *prefix to the
@@ -161,14 +176,19 @@ func parseFlags(mode string, args []string, stderr io.Writer) (*modeOptions, err
 func peakFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 	var s3f s3Flags
 	s3f.register(fs)
-	conc := fs.String("concurrency", "1,2,4,8,16,32,64,128", "concurrency levels")
-	sizes := fs.String("sizes", "1KiB,64KiB,1MiB,5MiB,10MiB,64MiB,1GiB", "object sizes (KiB/MiB/GiB binary, KB/MB/GB decimal; up to 10GiB)")
+	// The defaults take about a minute (3 sizes × 3 levels × 2 operations
+	// × 3 s, and the prepared objects) and store at most a few GiB at a
+	// time, deleted as the run goes: a first look. A full sweep names its
+	// sizes and levels, e.g. --sizes 1KiB,64KiB,1MiB,64MiB,1GiB
+	// --concurrency 1,4,16,64,128 --duration 10s.
+	conc := fs.String("concurrency", "1,8,32", "concurrency levels")
+	sizes := fs.String("sizes", "4KiB,256KiB,4MiB", "object sizes (KiB/MiB/GiB binary, KB/MB/GB decimal; up to 10GiB)")
 	ops := fs.String("ops", "upload,download", "operations: upload, download or both")
-	duration := fs.Duration("duration", 10*time.Second, "time per cell")
+	duration := fs.Duration("duration", 3*time.Second, "time per cell")
 	count := fs.Int64("count", 0, "operations per cell (stops at --duration or --count, whichever first; --duration 0 for count only)")
 	verify := fs.Bool("verify", false, "verify downloaded content")
 	dropCache := fs.Bool("drop-cache", false, "drop the page cache before each download cell (local target, root)")
-	prepare := fs.String("prepare-bytes", "2GiB", "bytes uploaded per size before the download cells")
+	prepare := fs.String("prepare-bytes", "256MiB", "bytes uploaded per size before the download cells")
 	cleanup := fs.Bool("cleanup", true, "delete the objects the run uploaded")
 	return func() error {
 		var cfg PeakConfig
@@ -202,6 +222,7 @@ func peakFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 				return err
 			}
 			(&PeakRunner{Target: t, Pool: pool, Progress: progress, Log: log}).Run(ctx, cfg, rep)
+			s3f.removeBucket(t, rep, log, cfg.Cleanup)
 			return nil
 		}
 		return nil
@@ -273,6 +294,7 @@ func mixedFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 				return err
 			}
 			(&MixedRunner{Target: t, Pool: pool, Clock: RealClock{}, Progress: progress, Log: log}).Run(ctx, cfg, rep)
+			s3f.removeBucket(t, rep, log, cfg.Cleanup)
 			return nil
 		}
 		return nil
@@ -342,6 +364,7 @@ func hlsFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 				t = ht
 			}
 			(&HLSRunner{Target: t, Pool: pool, Clock: RealClock{}, Progress: progress, Log: log}).Run(ctx, cfg, rep)
+			s3f.removeBucket(st, rep, log, cfg.Cleanup)
 			return nil
 		}
 		return nil
@@ -471,6 +494,7 @@ func kvFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 				return err
 			}
 			(&KVRunner{Target: t, Pool: pool, Progress: progress, Log: log}).Run(ctx, cfg, rep)
+			s3f.removeBucket(t, rep, log, cfg.Cleanup)
 			return nil
 		}
 		return nil

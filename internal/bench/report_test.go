@@ -166,7 +166,52 @@ func checkSVG(t *testing.T, rep *Report, want ...string) {
 
 func TestPeakCharts(t *testing.T) {
 	rep := runTestPeak(t, newMemTarget())
-	checkSVG(t, rep, "throughput-upload", "throughput-download", "latency-upload", "percentiles-download")
+	checkSVG(t, rep, "ops-upload", "ops-download", "latency-upload", "percentiles-download")
+}
+
+// TestPeakChartsBySize: small objects are charted by ops/s, large ones by
+// MB/s, each size in one chart only (on one MB/s axis 4 KiB lies on zero).
+func TestPeakChartsBySize(t *testing.T) {
+	rep := newReport("peak")
+	for _, size := range []int64{4 << 10, 256 << 10, 4 << 20} {
+		for _, conc := range []int{1, 8} {
+			rep.Cells = append(rep.Cells, Cell{Op: "upload", Size: size, Concurrency: conc, Ops: 100, Issued: 100,
+				OpsPerSec: 1000 * float64(conc), MBPerSec: float64(size) * 1000 * float64(conc) / 1e6})
+		}
+	}
+	charts := rep.Charts()
+	for _, tc := range []struct {
+		chart      string
+		in, notIn  []string
+		yAxisLabel string
+	}{
+		{"ops-upload", []string{FormatSize(4 << 10), FormatSize(256 << 10)}, []string{FormatSize(4 << 20)}, "ops/s"},
+		{"throughput-upload", []string{FormatSize(4 << 20)}, []string{FormatSize(4 << 10), FormatSize(256 << 10)}, "MB/s"},
+	} {
+		write := charts[tc.chart]
+		if write == nil {
+			t.Errorf("no chart %s (have %v)", tc.chart, sortedKeys(charts))
+			continue
+		}
+		var buf bytes.Buffer
+		if err := write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		svg := buf.String()
+		for _, name := range tc.in {
+			if !strings.Contains(svg, ">"+name+"<") {
+				t.Errorf("%s lacks the series %s", tc.chart, name)
+			}
+		}
+		for _, name := range tc.notIn {
+			if strings.Contains(svg, ">"+name+"<") {
+				t.Errorf("%s has the series %s", tc.chart, name)
+			}
+		}
+		if !strings.Contains(svg, tc.yAxisLabel) {
+			t.Errorf("%s: no axis %s", tc.chart, tc.yAxisLabel)
+		}
+	}
 }
 
 // TestChartsOfFailedRun: a run where every operation failed has only zero
@@ -184,7 +229,7 @@ func TestChartsOfFailedRun(t *testing.T) {
 			t.Fatalf("%s: %d ok, %d errors; want every operation failed", c.Key(), c.Ops, c.Errors)
 		}
 	}
-	checkSVG(t, rep, "throughput-upload", "latency-upload")
+	checkSVG(t, rep, "ops-upload", "latency-upload")
 }
 
 func TestKV(t *testing.T) {

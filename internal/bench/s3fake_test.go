@@ -141,7 +141,7 @@ func TestS3TargetAgainstFake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := target.EnsureBucket(ctx); err != nil {
+	if _, err := target.EnsureBucket(ctx); err != nil {
 		t.Fatal(err)
 	}
 	pool := testPool()

@@ -193,8 +193,14 @@ func (r *Report) Charts() map[string]func(io.Writer) error {
 	switch r.Kind {
 	case "peak":
 		for _, op := range []string{"upload", "download"} {
-			add("throughput-"+op, lineChart{title: op + ": throughput by concurrency and size", xLabel: "concurrency",
-				yLabel: "MB/s", logX: true, series: r.seriesBy(op, "size", func(c Cell) float64 { return c.MBPerSec })})
+			// Small objects move few bytes however fast they go: on one
+			// MB/s axis with large ones they would all lie on zero, so
+			// they get an ops/s chart of their own.
+			small := func(c Cell) bool { return c.Size < smallObjectSize }
+			add("ops-"+op, lineChart{title: op + ": operations/s by concurrency, objects under " + FormatSize(smallObjectSize), xLabel: "concurrency",
+				yLabel: "ops/s", logX: true, series: r.seriesBy(op, "size", func(c Cell) float64 { return c.OpsPerSec }, small)})
+			add("throughput-"+op, lineChart{title: op + ": throughput by concurrency, objects of " + FormatSize(smallObjectSize) + " and more", xLabel: "concurrency",
+				yLabel: "MB/s", logX: true, series: r.seriesBy(op, "size", func(c Cell) float64 { return c.MBPerSec }, func(c Cell) bool { return !small(c) })})
 			add("latency-"+op, lineChart{title: op + ": P99 latency by concurrency and size", xLabel: "concurrency",
 				yLabel: "P99 latency (ms)", logX: true, logY: true, series: r.seriesBy(op, "size", func(c Cell) float64 { return c.Latency.P99 })})
 			add("percentiles-"+op, lineChart{title: op + ": latency percentiles by size (highest concurrency)", xLabel: "object size",
@@ -242,14 +248,23 @@ func (r *Report) Charts() map[string]func(io.Writer) error {
 	return out
 }
 
-// seriesBy makes one series per size (or mode) of op's cells, x being the
-// concurrency (by size) or the size (by mode).
-func (r *Report) seriesBy(op, by string, y func(Cell) float64) []series {
+// smallObjectSize: peak charts objects below it by ops/s, others by MB/s.
+const smallObjectSize = 1 << 20
+
+// seriesBy makes one series per size (or mode) of op's cells that every
+// keep accepts, x being the concurrency (by size) or the size (by mode).
+func (r *Report) seriesBy(op, by string, y func(Cell) float64, keep ...func(Cell) bool) []series {
 	var order []string
 	groups := map[string]*series{}
+cells:
 	for _, c := range r.Cells {
 		if c.Op != op {
 			continue
+		}
+		for _, k := range keep {
+			if !k(c) {
+				continue cells
+			}
 		}
 		name, x := FormatSize(c.Size), float64(c.Concurrency)
 		if by == "mode" {

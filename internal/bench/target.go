@@ -182,18 +182,34 @@ func unsignedPayload(stack *middleware.Stack) error {
 		}), middleware.Before)
 }
 
-// EnsureBucket creates the bucket unless it exists and is ours.
-func (t *S3Target) EnsureBucket(ctx context.Context) error {
-	_, err := t.Client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(t.bucket)})
+// EnsureBucket creates the bucket unless it exists and is ours; created
+// says whether this call made it. It asks first (HeadBucket): a
+// CreateBucket of a bucket its owner has succeeds in us-east-1, and must
+// not count as made here.
+func (t *S3Target) EnsureBucket(ctx context.Context) (created bool, err error) {
+	if _, err := t.Client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(t.bucket)}); err == nil {
+		return false, nil
+	}
+	_, err = t.Client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(t.bucket)})
 	var owned *types.BucketAlreadyOwnedByYou
 	var apiErr smithy.APIError
 	switch {
-	case err == nil, errors.As(err, &owned):
-		return nil
+	case err == nil:
+		return true, nil
+	case errors.As(err, &owned):
+		return false, nil
 	case errors.As(err, &apiErr) && apiErr.ErrorCode() == "BucketAlreadyOwnedByYou":
-		return nil
+		return false, nil
 	}
-	return fmt.Errorf("create bucket %s: %w", t.bucket, err)
+	return false, fmt.Errorf("create bucket %s: %w", t.bucket, err)
+}
+
+// DeleteBucket deletes the (empty) bucket.
+func (t *S3Target) DeleteBucket(ctx context.Context) error {
+	if _, err := t.Client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(t.bucket)}); err != nil {
+		return fmt.Errorf("delete bucket %s: %w", t.bucket, err)
+	}
+	return nil
 }
 
 // Put uploads body; large bodies go through the transfer manager, which

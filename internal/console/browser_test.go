@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,11 @@ func absent(sel chromedp.CSS) chromedp.Action[chromedp.Void] {
 	return waitTrue(fmt.Sprintf("!document.querySelector(%s)", jsString(string(sel))))
 }
 
+// toastSaid waits for a toast with exactly text.
+func toastSaid(text string) chromedp.Action[chromedp.Void] {
+	return waitTrue(`[...document.querySelectorAll('.toast')].some(t => t.textContent === ` + jsString(text) + `)`)
+}
+
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -161,7 +167,7 @@ func TestConsoleBrowser(t *testing.T) {
 		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
 		t.Fatal(err)
 	}
-	shot := screenshotter(t, ctx)
+	shot, checkShots := screenshotter(t, ctx)
 	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		do(t, ctx, step, actions...)
@@ -228,6 +234,8 @@ func TestConsoleBrowser(t *testing.T) {
 	testResume(t, ctx, srv, consoleURL, dir)
 	testPagingAndMultiDelete(t, ctx, srv, consoleURL)
 	testDetails(t, ctx, srv, consoleURL)
+	testMetadataSave(t, ctx, srv, consoleURL, shot)
+	testModalsFollowRoute(t, ctx, consoleURL)
 
 	// The other main pages, for the documentation's pictures.
 	run("settings", chromedp.Navigate(consoleURL+"#/settings/media"), present(chromedp.CSS("#usage")))
@@ -247,9 +255,6 @@ func TestConsoleBrowser(t *testing.T) {
 	if code := anonymous(); code != http.StatusForbidden {
 		t.Fatalf("anonymous GET of a new bucket's object: %d, want 403", code)
 	}
-	toastSaid := func(text string) chromedp.Action[chromedp.Void] {
-		return waitTrue(`[...document.querySelectorAll('.toast')].some(t => t.textContent === '` + text + `')`)
-	}
 	run("lift Block Public Access", present(chromedp.CSS("#pab-save")),
 		chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('input[id^="pab-"]').forEach(b => { b.checked = false })`),
 		chromedp.Click(chromedp.ID("pab-save")), toastSaid("Block Public Access saved"))
@@ -260,7 +265,7 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Fatalf("anonymous GET after the console made the bucket public: %d, want 200", code)
 	}
 	run("operations", chromedp.Navigate(consoleURL+"#/ops"), present(chromedp.CSS("#users table")))
-	if os.Getenv("B3_CONSOLE_SCREENSHOTS") != "" {
+	if screenshotDir() != "" {
 		// Charts need a few samples (5 s apart) and some traffic.
 		run("charts", chromedp.Evaluate[chromedp.Void](`B3.load = setInterval(() => fetch('/s3/media?list-type=2'), 50)`),
 			waitTrue(`B3.metricPoints >= 4`), chromedp.Evaluate[chromedp.Void](`clearInterval(B3.load)`))
@@ -284,6 +289,12 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Errorf("second user: bucket list %q, listing media answered %d; want no media and 403", listed, status)
 	}
 
+	ctx3 := newTab()
+	if err := chromedp.Do(ctx3, login(consoleURL, accessKey, secretKey)); err != nil {
+		t.Fatal(err)
+	}
+	testNoStrayText(t, ctx3, consoleURL)
+
 	// Deleting a bucket that holds objects asks, then empties it.
 	run("delete the bucket", chromedp.Navigate(consoleURL+"#/buckets"), present(`tr[data-bucket="media"]`),
 		chromedp.Click(chromedp.CSS(`tr[data-bucket="media"] .delete-bucket`)),
@@ -291,6 +302,7 @@ func TestConsoleBrowser(t *testing.T) {
 	if _, err := srv.Client(5*time.Second).HeadBucket(context.Background(), &s3.HeadBucketInput{Bucket: aws.String("media")}); err == nil {
 		t.Error("bucket media still exists after the console deleted it")
 	}
+	checkShots()
 }
 
 func headObject(bucket, key string) *s3.HeadObjectInput {
@@ -330,13 +342,41 @@ func waitForFile(t *testing.T, path string, size int64) []byte {
 	}
 }
 
-// screenshotter saves screenshots into $B3_CONSOLE_SCREENSHOTS (the
-// documentation's pictures: docs/console); without it, none.
-func screenshotter(t *testing.T, ctx context.Context) func(name string) {
-	dir := os.Getenv("B3_CONSOLE_SCREENSHOTS")
-	return func(name string) {
+// screenshotsEnv names the directory the browser test writes the
+// documentation's pictures into (B3_SCREENSHOTS=docs/console, relative
+// to the repository's root, or absolute); unset, it writes none.
+const screenshotsEnv = "B3_SCREENSHOTS"
+
+// screenshots are the pictures TestConsoleBrowser takes, each of them
+// shown by the docs (TestScreenshotsDocumented): docs/console/NAME.png.
+var screenshots = []string{"login", "buckets", "objects", "preview-image", "preview-hls", "details", "settings", "operations"}
+
+// screenshotDir is where screenshots go, "" for nowhere.
+func screenshotDir() string {
+	dir := os.Getenv(screenshotsEnv)
+	if dir != "" && !filepath.IsAbs(dir) {
+		dir = filepath.Join("..", "..", dir) // the tests run in internal/console
+	}
+	return dir
+}
+
+// screenshotter saves the screenshots into screenshotDir, toasts of
+// earlier steps removed; check, at the end, fails the test if one of
+// screenshots was not taken.
+func screenshotter(t *testing.T, ctx context.Context) (shot func(name string), check func()) {
+	dir := screenshotDir()
+	taken := map[string]bool{}
+	shot = func(name string) {
+		t.Helper()
+		if !slices.Contains(screenshots, name) {
+			t.Fatalf("screenshot %s is not in screenshots", name)
+		}
+		taken[name] = true
 		if dir == "" {
 			return
+		}
+		if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('.toast').forEach(t => t.remove())`)); err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
 		}
 		buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
@@ -346,6 +386,14 @@ func screenshotter(t *testing.T, ctx context.Context) func(name string) {
 			t.Fatal(err)
 		}
 	}
+	check = func() {
+		for _, name := range screenshots {
+			if !taken[name] {
+				t.Errorf("the browser test took no screenshot %s", name)
+			}
+		}
+	}
+	return shot, check
 }
 
 // do runs one step of the test, bounded in time so that a page that
@@ -472,7 +520,7 @@ func testDetails(t *testing.T, ctx context.Context, srv *testutil.Server, consol
 		chromedp.SendKeys(chromedp.CSS("#tags tr:last-child .tk"), "camera"),
 		chromedp.SendKeys(chromedp.CSS("#tags tr:last-child .tv"), "front door"),
 		chromedp.Click(chromedp.ID("save-tags")),
-		waitTrue(`[...document.querySelectorAll('.toast')].some(t => t.textContent === 'Tags saved')`))
+		toastSaid("Tags saved"))
 	tags, err := c.GetObjectTagging(t.Context(), &s3.GetObjectTaggingInput{Bucket: aws.String("media"), Key: aws.String("meta.txt")})
 	if err != nil || len(tags.TagSet) != 1 || aws.ToString(tags.TagSet[0].Key) != "camera" || aws.ToString(tags.TagSet[0].Value) != "front door" {
 		t.Errorf("tags after saving: %+v (%v), want camera=front door", tags, err)

@@ -168,6 +168,11 @@ func streamsBody(r *http.Request) bool {
 	return true
 }
 
+// objectCacheControlHeader carries an object's own Cache-Control in the
+// console's answers: the answer's Cache-Control is the console's
+// (no-store: the browser keeps no copy of what a session read).
+const objectCacheControlHeader = "X-B3-Object-Cache-Control"
+
 // sandboxed marks every answer of the S3 API as content that must not run
 // in the console's origin: an object stored as text/html or SVG, opened
 // in a tab, gets no script and no access to the session.
@@ -182,6 +187,9 @@ func (w *sandboxed) WriteHeader(code int) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
+		if own := h.Get("Cache-Control"); own != "" {
+			h.Set(objectCacheControlHeader, own)
+		}
 		h.Set("Cache-Control", "no-store")
 	}
 	w.ResponseWriter.WriteHeader(code)

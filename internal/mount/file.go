@@ -29,8 +29,16 @@ var (
 
 func (f *fileNode) key() string { return f.m.cfg.Prefix + f.Path(nil) }
 
+// set records o as the object seen now. The same version (ETag and size)
+// keeps the time it was first seen with: a listing, a HEAD and a GET give
+// one Last-Modified at different precisions, and a file whose times
+// change under a reader looks modified (tar: "file changed as we read
+// it"; rsync copies it again).
 func (f *fileNode) set(o object) {
 	f.mu.Lock()
+	if o.etag != "" && o.etag == f.obj.etag && o.size == f.obj.size && !f.obj.mtime.IsZero() {
+		o.mtime = f.obj.mtime
+	}
 	f.obj, f.fetched = o, time.Now()
 	f.mu.Unlock()
 }

@@ -179,14 +179,18 @@ func splitKey(key string) (dir, name string) {
 	return d, n
 }
 
-// attrs fill FUSE attributes.
+// attrs fill FUSE attributes. A file's times are whole seconds, the
+// precision of Last-Modified, so that every inode of one object version
+// has the same times whether a listing (milliseconds) or a HEAD or GET
+// (seconds) made it.
 func (m *mountFS) fileAttr(out *fuse.Attr, o object) {
 	out.Mode = syscall.S_IFREG | m.cfg.FileMode
 	out.Size = uint64(o.size)
 	out.Blocks = (out.Size + 511) / 512
 	out.Blksize = 1 << 20
 	out.Nlink = 1
-	out.SetTimes(&o.mtime, &o.mtime, &o.mtime)
+	mtime := o.mtime.Truncate(time.Second)
+	out.SetTimes(&mtime, &mtime, &mtime)
 	out.Uid, out.Gid = m.cfg.UID, m.cfg.GID
 }
 

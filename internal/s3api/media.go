@@ -16,7 +16,8 @@ import (
 // HEAD; the stored record is not changed):
 //
 //   - a Content-Type the uploader did not give, or gave as a generic one
-//     (genericContentTypes), is replaced by the type of the key's extension
+//     (genericContentTypes) or a known wrong guess from the extension
+//     (wrongGuesses), is replaced by the type of the key's extension
 //     (mediaTypes), if it has one;
 //   - a playlist or manifest (.m3u8, .mpd) the uploader gave no
 //     Cache-Control gets "no-cache": a cache may keep it but must revalidate
@@ -66,14 +67,25 @@ var genericContentTypes = map[string]bool{
 	"application/x-www-form-urlencoded": true,
 }
 
+// wrongGuesses are types that clients guess from an extension and that
+// are known to be wrong for media: they count as generic for that
+// extension only. The aws CLI guesses with Python's mimetypes, which
+// takes .ts for a Qt Linguist translation file, and HLS players refuse a
+// segment of that type.
+var wrongGuesses = map[string]map[string]bool{
+	".ts": {"text/vnd.trolltech.linguist": true},
+}
+
 // MediaType is the Content-Type served for key when its upload gave
 // contentType, under media headers: the extension's type if contentType
-// is generic and the extension is known, else contentType.
+// is generic (or a known wrong guess for the extension) and the extension
+// is known, else contentType.
 func MediaType(key, contentType string) string {
-	if !genericContentTypes[strings.ToLower(strings.TrimSpace(contentType))] {
+	ext, given := strings.ToLower(path.Ext(key)), strings.ToLower(strings.TrimSpace(contentType))
+	if !genericContentTypes[given] && !wrongGuesses[ext][given] {
 		return contentType
 	}
-	if t, ok := mediaTypes[strings.ToLower(path.Ext(key))]; ok {
+	if t, ok := mediaTypes[ext]; ok {
 		return t
 	}
 	return contentType

@@ -54,6 +54,8 @@ func TestMediaHeaders(t *testing.T) {
 		{"live/cam1/seg00001.ts", "binary/octet-stream", "", "video/mp2t", "", "binary/octet-stream"},
 		{"live/cam1/seg00001.ts", "application/x-www-form-urlencoded", "", "video/mp2t", "", "application/x-www-form-urlencoded"},
 		{"live/cam1/seg00001.ts", "video/MP2T", "", "video/MP2T", "", "video/MP2T"},
+		{"live/cam1/seg00001.ts", "text/vnd.trolltech.linguist", "", "video/mp2t", "", "text/vnd.trolltech.linguist"}, // the aws CLI's guess
+		{"live/cam1/notes.txt", "text/vnd.trolltech.linguist", "", "text/vnd.trolltech.linguist", "", "text/vnd.trolltech.linguist"},
 		{"live/cam1/chunk-1.m4s", "", "", "video/iso.segment", "", defaultContentType},
 		{"live/cam1/init.mp4", "", "", "video/mp4", "", defaultContentType},
 		{"live/cam1/subs.vtt", "", "", "text/vtt", "", defaultContentType},

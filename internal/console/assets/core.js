@@ -3,7 +3,7 @@
 // values, never as markup: el() has no way to set innerHTML.
 'use strict';
 
-const B3 = { session: null, pages: {} };
+const B3 = { session: null, pages: {}, modals: new Set() };
 
 // el builds an element. props: class, text, on* handlers, attrs as
 // properties or (for data-/aria-) attributes. Children: nodes or strings
@@ -18,11 +18,17 @@ function el(tag, props, ...kids) {
     else if (k.startsWith('data-') || k.startsWith('aria-') || k === 'for') e.setAttribute(k, v);
     else e[k] = v;
   }
+  return add(e, ...kids);
+}
+
+// add appends kids to node: nodes, or strings as text nodes; null,
+// undefined and false are skipped (Node.append would show them as text).
+function add(node, ...kids) {
   for (const kid of kids.flat()) {
     if (kid === null || kid === undefined || kid === false) continue;
-    e.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+    node.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
   }
-  return e;
+  return node;
 }
 
 function clear(node, ...kids) { node.replaceChildren(...kids.flat().filter(k => k !== null && k !== undefined && k !== false)); return node; }
@@ -48,10 +54,16 @@ function toast(msg, bad) {
   setTimeout(() => t.remove(), bad ? 7000 : 3500);
 }
 
-// modal shows a dialog; close() removes it. onClose runs on close.
+// modal shows a dialog; close() removes it. onClose runs on close. A
+// dialog belongs to the page it was opened on: render() closes every open
+// one (closeModals) when the route changes.
 function modal(title, content, onClose) {
   const back = el('div', { class: 'modal-back' });
-  const close = () => { back.remove(); document.removeEventListener('keydown', esc); if (onClose) onClose(); };
+  const close = () => {
+    if (!B3.modals.delete(close)) return;
+    back.remove(); document.removeEventListener('keydown', esc); if (onClose) onClose();
+  };
+  B3.modals.add(close);
   const esc = e => { if (e.key === 'Escape') close(); };
   const box = el('div', { class: 'modal', role: 'dialog' },
     el('div', { class: 'row' }, el('h1', { text: title, style: 'margin:0;flex:1;word-break:break-all' }),
@@ -63,6 +75,9 @@ function modal(title, content, onClose) {
   document.body.append(back);
   return { close, box };
 }
+
+// closeModals closes every open dialog.
+function closeModals() { for (const close of Array.from(B3.modals)) close(); }
 
 // confirmBox asks in the page (not window.confirm) and resolves to true
 // on "yes".
@@ -177,6 +192,7 @@ async function render() {
       el('button', { text: 'Log out', id: 'logout', onclick: async () => { try { await api('POST', '/api/logout'); } catch (e) { /* gone already */ } B3.session = null; render(); } })),
     main);
   if (B3.stopTimers) { B3.stopTimers(); B3.stopTimers = null; }
+  closeModals();
   const page = B3.pages[r.page] || B3.pages.buckets;
   try { await page(main, r); } catch (e) { main.append(el('p', { class: 'error', text: String(e.message || e) })); }
 }

@@ -48,7 +48,7 @@ B3.pages.b = async function (main, r) {
     e.preventDefault(); drop.classList.remove('over');
     uploadFiles(bucket, prefix, await droppedFiles(e.dataTransfer));
   });
-  main.append(crumbs,
+  add(main, crumbs,
     el('div', { class: 'row' },
       el('form', { class: 'row', onsubmit: e => { e.preventDefault(); go(objectsHash(bucket, prefix, { q: searchBox.value, size: pageSize, versions: versions ? '1' : '' })); } },
         searchBox, el('button', { type: 'submit', text: 'Search' })),
@@ -60,7 +60,7 @@ B3.pages.b = async function (main, r) {
       el('a', { class: 'button', href: '#/settings/' + encodeURIComponent(bucket), text: 'Bucket settings' }),
       fileInput, dirInput),
     drop,
-    B3.uploadPanel || null,
+    B3.uploadPanel,
     el('table', { id: 'objects' }, el('thead', {}, el('tr', {}, el('th', {}, selectAll), el('th', { text: 'Name' }),
       versions ? el('th', { text: 'Version' }) : null,
       el('th', { class: 'num', text: 'Size' }), el('th', { text: 'Modified' }), el('th', { text: '' }))), body),

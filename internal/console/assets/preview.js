@@ -31,6 +31,7 @@ async function preview(bucket, key, size, versionId) {
   }
   const content = el('div', { id: 'preview' });
   let hls = null;
+  closeModals(); // one preview at a time: a second click replaces the first
   const m = modal(key, content, () => { if (hls) hls.destroy(); });
   const actions = el('div', { class: 'row' },
     el('a', { class: 'button', href: url, download: baseName(key), text: 'Download' }),
@@ -74,43 +75,107 @@ async function preview(bucket, key, size, versionId) {
   content.append(actions);
 }
 
+// SYSTEM_HEADERS are the object headers S3 stores and a copy with
+// REPLACE takes from the request: the details page shows and saves them
+// all, so an edit of one keeps the others.
+const SYSTEM_HEADERS = ['Content-Type', 'Cache-Control', 'Content-Disposition', 'Content-Encoding', 'Content-Language', 'Expires'];
+
+// objectHeader is one of the object's headers in an answer of the console:
+// the console answers with its own Cache-Control (no-store) and passes the
+// object's on as X-B3-Object-Cache-Control.
+function objectHeader(h, name) { return (name === 'Cache-Control' ? h.get('X-B3-Object-Cache-Control') : h.get(name)) || ''; }
+
+// lockHeaders are the Object Lock settings of an object (from its HEAD)
+// that a copy must be sent to keep them: the legal hold, and a retention
+// that has not yet run out (a date in the past is refused, and protects
+// nothing any more).
+function lockHeaders(h) {
+  const out = {};
+  const mode = h.get('x-amz-object-lock-mode'), until = h.get('x-amz-object-lock-retain-until-date');
+  if (mode && until && new Date(until) > new Date()) Object.assign(out, { 'x-amz-object-lock-mode': mode, 'x-amz-object-lock-retain-until-date': until });
+  if (h.get('x-amz-object-lock-legal-hold')) out['x-amz-object-lock-legal-hold'] = h.get('x-amz-object-lock-legal-hold');
+  return out;
+}
+
+const GRANT_HEADERS = { READ: 'x-amz-grant-read', READ_ACP: 'x-amz-grant-read-acp', WRITE_ACP: 'x-amz-grant-write-acp', FULL_CONTROL: 'x-amz-grant-full-control' };
+
+// aclHeaders returns the x-amz-grant-* headers that give a copy the
+// object's ACL, or none when the ACL is the default (the owner's full
+// control, which a copy gets anyway, and the only ACL a bucket whose
+// ownership is enforced allows).
+async function aclHeaders(bucket, key) {
+  const { doc } = await s3('GET', bucket, key, 'acl', { xml: true });
+  const owner = xtext(doc.getElementsByTagName('Owner')[0] || doc, 'ID');
+  const grants = xall(doc, 'Grant').map(g => {
+    const grantee = g.getElementsByTagName('Grantee')[0];
+    const uri = xtext(grantee, 'URI'), id = xtext(grantee, 'ID');
+    return { who: uri ? 'uri="' + uri + '"' : 'id="' + id + '"', id, uri, perm: xtext(g, 'Permission') };
+  });
+  if (grants.every(g => !g.uri && g.id === owner && g.perm === 'FULL_CONTROL')) return {};
+  const headers = {};
+  for (const g of grants) {
+    const name = GRANT_HEADERS[g.perm];
+    if (name) headers[name] = headers[name] ? headers[name] + ', ' + g.who : g.who;
+  }
+  return headers;
+}
+
 // details shows an object's metadata (editable: a copy onto itself with
 // REPLACE), its tags (editable) and makes presigned share links.
 async function details(bucket, key, versionId) {
   const vq = versionId ? { versionId } : null;
   const box = el('div', { id: 'details' });
+  closeModals();
   modal(key, box);
   let res;
   try { res = (await s3('HEAD', bucket, key, vq)).res; } catch (err) { box.append(el('p', { class: 'error', text: err.message })); return; }
   const h = res.headers;
   const kv = el('table', { class: 'kv', id: 'metadata' });
-  const std = [['Size', fmtBytes(h.get('Content-Length')) + ' (' + h.get('Content-Length') + ' bytes)'], ['Content-Type', h.get('Content-Type')],
+  const std = [['Size', fmtBytes(h.get('Content-Length')) + ' (' + h.get('Content-Length') + ' bytes)'],
     ['ETag', h.get('ETag')], ['Last modified', fmtDate(h.get('Last-Modified'))], ['Version', h.get('x-amz-version-id')],
-    ['Cache-Control', h.get('Cache-Control')], ['Content-Disposition', h.get('Content-Disposition')], ['Content-Encoding', h.get('Content-Encoding')]];
-  for (const [k, v] of std) if (v) kv.append(el('tr', {}, el('td', { text: k }), el('td', { class: 'key', text: v })));
+    ...SYSTEM_HEADERS.map(name => [name, objectHeader(h, name)])];
+  for (const [k, v] of std) if (v) kv.append(el('tr', { 'data-header': k }, el('td', { text: k }), el('td', { class: 'key', text: v })));
   const meta = [];
   h.forEach((v, k) => { if (k.startsWith('x-amz-meta-')) meta.push([k.slice(11), v]); });
   box.append(el('h2', { text: 'Object' }), kv);
 
-  // User metadata and Content-Type, saved by CopyObject onto itself.
-  const metaRows = el('tbody');
+  // System headers and user metadata, saved by CopyObject onto itself.
+  const metaRows = el('tbody', { id: 'user-metadata' });
   const metaRow = (k, v) => {
     const tr = el('tr', {}, el('td', {}, el('input', { value: k || '', placeholder: 'name', class: 'mk' })), el('td', {}, el('input', { value: v || '', placeholder: 'value', class: 'mv', size: 40 })),
       el('td', {}, el('button', { class: 'danger', text: '✕', onclick: () => tr.remove() })));
     metaRows.append(tr);
   };
   meta.forEach(([k, v]) => metaRow(k, v));
-  const ctype = el('input', { value: h.get('Content-Type') || '', size: 30 });
-  box.append(el('h2', { text: 'Metadata' }), el('div', { class: 'row' }, 'Content-Type', ctype), el('table', {}, metaRows),
+  const inputs = SYSTEM_HEADERS.map(name => el('input', { value: objectHeader(h, name), size: 40, 'data-header': name }));
+  const edited = () => {
+    const sys = {}, user = {};
+    SYSTEM_HEADERS.forEach((name, i) => { const v = inputs[i].value.trim(); if (v) sys[name] = v; });
+    for (const tr of metaRows.children) {
+      const k = tr.querySelector('.mk').value.trim().toLowerCase();
+      if (k) user[k] = tr.querySelector('.mv').value;
+    }
+    return { sys, user };
+  };
+  const before = JSON.stringify(edited());
+  const save = async () => {
+    const now = edited();
+    if (JSON.stringify(now) === before) { toast('No change to save'); return; }
+    // The copy replaces every header, so all are sent; ACL, Object Lock
+    // settings and tags (x-amz-tagging-directive COPY, the default) go
+    // with it. If-Match: a change made meanwhile by someone else is not
+    // overwritten with what this page read.
+    const headers = Object.assign({ 'x-amz-copy-source': '/' + encodeURIComponent(bucket) + '/' + encodeKey(key), 'x-amz-metadata-directive': 'REPLACE',
+      'x-amz-copy-source-if-match': h.get('ETag') }, now.sys, lockHeaders(h), await aclHeaders(bucket, key));
+    for (const [k, v] of Object.entries(now.user)) headers['x-amz-meta-' + k] = v;
+    await s3('PUT', bucket, key, null, { headers });
+    toast('Metadata saved');
+  };
+  box.append(el('h2', { text: 'Metadata' }),
+    el('table', { class: 'kv', id: 'system-headers' }, SYSTEM_HEADERS.map((name, i) => el('tr', {}, el('td', { text: name }), el('td', {}, inputs[i])))),
+    el('table', {}, metaRows),
     el('div', { class: 'row' }, el('button', { text: 'Add', onclick: () => metaRow() }), versionId ? el('span', { class: 'muted', text: 'Metadata of older versions cannot change.' }) :
-      el('button', { class: 'primary', text: 'Save metadata', onclick: async () => {
-        const headers = { 'x-amz-copy-source': '/' + encodeURIComponent(bucket) + '/' + encodeKey(key), 'x-amz-metadata-directive': 'REPLACE', 'Content-Type': ctype.value };
-        for (const tr of metaRows.children) {
-          const k = tr.querySelector('.mk').value.trim(), v = tr.querySelector('.mv').value;
-          if (k) headers['x-amz-meta-' + k.toLowerCase()] = v;
-        }
-        try { await s3('PUT', bucket, key, null, { headers }); toast('Metadata saved'); } catch (err) { toast(err.message, true); }
-      } })));
+      el('button', { class: 'primary', id: 'save-metadata', text: 'Save metadata', onclick: () => save().catch(err => toast(err.message, true)) })));
 
   // Tags.
   const tagRows = el('tbody', { id: 'tags' });

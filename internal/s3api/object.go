@@ -113,7 +113,7 @@ func (s *Server) writeStoredHeaders(rq *request, obj *meta.Object) {
 	h := rq.w.Header()
 	h.Set("ETag", quoteETag(obj.ETag))
 	writeChecksumHeaders(h, obj.ChecksumAlgorithm, obj.Checksum, obj.ChecksumType)
-	s.writeVersionHeader(h, rq.bucketRec, obj)
+	s.writeNewVersionHeader(h, obj)
 }
 
 // objectFromHeaders builds the attributes of a new object from the PUT

@@ -252,8 +252,14 @@ func TestOperationsByVersionID(t *testing.T) {
 
 func (e *testEnv) enableVersioning(bucket string) {
 	e.t.Helper()
+	e.setVersioning(bucket, types.BucketVersioningStatusEnabled)
+}
+
+// setVersioning sets bucket's versioning to status (as root).
+func (e *testEnv) setVersioning(bucket string, status types.BucketVersioningStatus) {
+	e.t.Helper()
 	if _, err := e.root().PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
-		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		VersioningConfiguration: &types.VersioningConfiguration{Status: status}}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -263,19 +269,15 @@ func (e *testEnv) enableVersioning(bucket string) {
 // version and answer without x-amz-version-id, as AWS; HEAD still names
 // the version "null", and an Enabled bucket's writes name their version.
 func TestSuspendedWritesSendNoVersionID(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
+	e, ctx := newEnv(t), context.Background()
 	c := e.root()
 	e.mustCreateBucket("susp")
-	e.enableVersioning("susp")
+	e.setVersioning("susp", types.BucketVersioningStatusEnabled)
 	enabled, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("susp"), Key: aws.String("k"), Body: strings.NewReader("v1")})
 	if err != nil || aws.ToString(enabled.VersionId) == "" {
 		t.Fatalf("put while enabled: version %q, %v", aws.ToString(enabled.VersionId), err)
 	}
-	if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("susp"),
-		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusSuspended}}); err != nil {
-		t.Fatal(err)
-	}
+	e.setVersioning("susp", types.BucketVersioningStatusSuspended)
 	writes := map[string]func() (*string, error){
 		"PutObject": func() (*string, error) {
 			out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("susp"), Key: aws.String("k"), Body: strings.NewReader("v2")})

@@ -292,6 +292,7 @@ type Node struct {
 	limiter  *iolimit.Limiter
 	pacer    *iolimit.Pacer
 	raft     *raft.Raft
+	trans    *raft.NetworkTransport // raft's, closed after raft in shutdown
 	fsm      *fsm
 	logs     *logStore
 	// entries is logs behind a cache of the latest entries (logCacheSize),
@@ -523,6 +524,7 @@ func (n *Node) startRaft(mux *portMux) error {
 		}
 	}
 	n.raft, err = raft.NewRaft(conf, n.fsm, n.entries, n.logs, snaps, trans)
+	n.trans = trans
 	return err
 }
 
@@ -710,6 +712,9 @@ func (n *Node) shutdown() error {
 	var errs []error
 	if n.raft != nil {
 		errs = append(errs, n.raft.Shutdown().Error())
+	}
+	if n.trans != nil {
+		errs = append(errs, n.trans.Close()) // raft.Shutdown leaves it open
 	}
 	n.wg.Wait()
 	n.store.StopLifecycle()

@@ -169,7 +169,7 @@ func (s *Server) copyObject(rq *request) error {
 	}
 
 	obj := &meta.Object{Owner: replacement.Owner, Grants: replacement.Grants,
-		LockMode: replacement.LockMode, RetainUntil: replacement.RetainUntil, LegalHold: replacement.LegalHold}
+		LockMode: replacement.LockMode, RetainUntil: replacement.RetainUntil, LegalHold: replacement.LegalHold, LegalHoldSet: replacement.LegalHoldSet}
 	if directive == "REPLACE" {
 		attrsOfObject(replacement).toObject(obj)
 	} else {

@@ -299,7 +299,6 @@ type Node struct {
 	limiter  *iolimit.Limiter
 	pacer    *iolimit.Pacer
 	raft     *raft.Raft
-	trans    *raft.NetworkTransport // raft's, closed after raft in shutdown
 	fsm      *fsm
 	logs     *logStore
 	// entries is logs behind a cache of the latest entries (logCacheSize),
@@ -531,7 +530,6 @@ func (n *Node) startRaft(mux *portMux) error {
 		}
 	}
 	n.raft, err = raft.NewRaft(conf, n.fsm, n.entries, n.logs, snaps, trans)
-	n.trans = trans
 	return err
 }
 
@@ -719,9 +717,6 @@ func (n *Node) shutdown() error {
 	var errs []error
 	if n.raft != nil {
 		errs = append(errs, n.raft.Shutdown().Error())
-	}
-	if n.trans != nil {
-		errs = append(errs, n.trans.Close()) // raft.Shutdown leaves it open
 	}
 	n.wg.Wait()
 	n.store.StopLifecycle()

@@ -46,27 +46,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err := cfg.Limits.Validate(); err != nil {
 		return err
 	}
-	// Every port is bound before the data directory is touched: a node
-	// that cannot serve (a port in use) leaves no bootstrapped directory
-	// behind, and starts cleanly once the port is free.
-	clusterLn, err := net.Listen("tcp", cfg.ClusterAddress)
-	if err != nil {
-		return fmt.Errorf("listen on --cluster-address %s: %w", cfg.ClusterAddress, err)
-	}
-	// The S3, admin and console listeners and their key pairs, as b3
-	// server binds them.
-	lns, err := server.Listen(server.Config{Address: cfg.Address, AdminAddress: cfg.AdminAddress, ConsoleAddress: cfg.ConsoleAddress,
-		TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, AdminTLSCert: cfg.AdminTLSCert, AdminTLSKey: cfg.AdminTLSKey,
-		ConsoleTLSCert: cfg.ConsoleTLSCert, ConsoleTLSKey: cfg.ConsoleTLSKey, Logger: cfg.Logger})
-	if err != nil {
-		clusterLn.Close()
-		return err
-	}
 	n, err := open(cfg)
 	if err != nil {
-		clusterLn.Close()
-		lns.Close()
 		return err
+	}
+	clusterLn, err := net.Listen("tcp", cfg.ClusterAddress)
+	if err != nil {
+		_ = n.shutdown()
+		return fmt.Errorf("listen on --cluster-address %s: %w", cfg.ClusterAddress, err)
 	}
 	mux := newPortMux(clusterLn, n.secret, n.peerTLS, n.log)
 	// Raft restores its latest snapshot inside NewRaft (records only: the
@@ -84,7 +71,6 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	close(started)
 	if err != nil {
 		mux.Close()
-		lns.Close()
 		_ = n.shutdown()
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -105,6 +91,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		// back-off holds back the failing client, not a whole follower.
 		AuthLimiter: authlimit.New(server.AuthLimits(cfg.AuthBackOff))})
 	proxy := n.newProxy()
+
+	// The S3, admin and console listeners and their key pairs, as b3
+	// server binds them.
+	lns, err := server.Listen(server.Config{Address: cfg.Address, AdminAddress: cfg.AdminAddress, ConsoleAddress: cfg.ConsoleAddress,
+		TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, AdminTLSCert: cfg.AdminTLSCert, AdminTLSKey: cfg.AdminTLSKey,
+		ConsoleTLSCert: cfg.ConsoleTLSCert, ConsoleTLSKey: cfg.ConsoleTLSKey, Logger: cfg.Logger})
+	if err != nil {
+		mux.Close()
+		_ = n.shutdown()
+		return err
+	}
 	servers := []*http.Server{
 		newHTTPServer(n.pacer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.serveClient(w, r, proxy) })), cfg),
 		newHTTPServer(n.peerHandler(), cfg),
@@ -166,12 +163,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		n.log.Info("draining: /health/ready fails, requests are still served", "drain_delay", cfg.DrainDelay)
 		time.Sleep(cfg.DrainDelay)
 	}
-	n.log.Info("shutting down: waiting for requests in flight")
-	if err := n.stop(servers, mux, nil); err != nil {
-		return err
-	}
-	n.log.Info("shut down cleanly")
-	return nil
+	return n.stop(servers, mux, nil)
 }
 
 // printBanner prints where the node listens: text, or with LogJSON one
@@ -229,11 +221,8 @@ func (n *Node) stop(servers []*http.Server, mux *portMux, err error) error {
 			s.Close()
 		}
 	}
-	// Raft's transport closes before the port under it (in shutdown), so
-	// that raft sees its own stop, not a failed accept.
-	err = errors.Join(err, n.shutdown())
 	mux.Close()
-	return err
+	return errors.Join(err, n.shutdown())
 }
 
 func newHTTPServer(h http.Handler, cfg Config) *http.Server {

@@ -116,7 +116,8 @@ var codecCases = []codecCase{
 		values: []any{fullUpload(), &Upload{Bucket: "b", UploadID: NewUploadID(1)},
 			&Upload{Bucket: "b", UploadID: NewUploadID(2), Grants: []Grant{{Grantee: "c0ffee", Permission: "READ"}}},
 			&Upload{Bucket: "b", UploadID: NewUploadID(3), LockMode: LockCompliance, RetainUntil: ts(9)},
-			&Upload{Bucket: "b", UploadID: NewUploadID(4), Grants: []Grant{}, LegalHold: true}},
+			&Upload{Bucket: "b", UploadID: NewUploadID(4), Grants: []Grant{}, LegalHold: true, LegalHoldSet: true},
+			&Upload{Bucket: "b", UploadID: NewUploadID(5), LegalHoldSet: true}},
 		encode: func(v any) []byte { return encodeUpload(v.(*Upload)) },
 		decode: func(v any, data []byte) (any, error) {
 			u := v.(*Upload)

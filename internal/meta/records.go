@@ -199,6 +199,9 @@ type Upload struct {
 	LockMode    string
 	RetainUntil time.Time
 	LegalHold   bool
+	// LegalHoldSet: the create named a legal hold, ON or OFF (see
+	// Object.LegalHoldSet).
+	LegalHoldSet bool
 }
 
 // Part is one uploaded part of a multipart upload. A re-uploaded part

@@ -321,6 +321,18 @@ func TestLegalHoldStatusOnHead(t *testing.T) {
 		{"set OFF", func() { setHold(types.ObjectLockLegalHoldStatusOff) }, types.ObjectLockLegalHoldStatusOff},
 		{"written with OFF", func() { put(types.ObjectLockLegalHoldStatusOff) }, types.ObjectLockLegalHoldStatusOff},
 		{"written with none", func() { put("") }, ""},
+		{"uploaded with OFF", func() {
+			create, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("vault"), Key: key,
+				ObjectLockLegalHoldStatus: types.ObjectLockLegalHoldStatusOff, ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts, _ := uploadParts(t, c, "vault", "held", aws.ToString(create.UploadId), []int{10}, types.ChecksumAlgorithmCrc32)
+			if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("vault"), Key: key, UploadId: create.UploadId,
+				MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
+				t.Fatal(err)
+			}
+		}, types.ObjectLockLegalHoldStatusOff},
 	} {
 		tc.act()
 		head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("vault"), Key: key})

@@ -58,6 +58,12 @@ func TestNodeServerFlags(t *testing.T) {
 		CreateBucketConfiguration: &types.CreateBucketConfiguration{LocationConstraint: "eu-west-1"}}); err != nil {
 		t.Fatalf("a LocationConstraint of the file's regions: %v", err)
 	}
+	for i, n := range c.Nodes {
+		loc, err := c.Client(i, 10*time.Second).GetBucketLocation(ctx, &s3.GetBucketLocationInput{Bucket: aws.String("photos")})
+		if err != nil || loc.LocationConstraint != "eu-west-1" {
+			t.Fatalf("GetBucketLocation through %s: %q, %v; want eu-west-1", n.ID, loc.LocationConstraint, err)
+		}
+	}
 	if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("other"),
 		CreateBucketConfiguration: &types.CreateBucketConfiguration{LocationConstraint: "ap-south-1"}}); testutil.APICode(err) != "InvalidLocationConstraint" {
 		t.Fatalf("a LocationConstraint of no configured region: %v, want InvalidLocationConstraint", err)

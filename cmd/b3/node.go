@@ -43,7 +43,7 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 var nodeShared = []string{"direct-io", "log-level", "log-format", "media-headers", "max-retention", "drain-delay",
 	"tls-cert", "tls-key", "admin-tls-cert", "admin-tls-key", "console-tls-cert", "console-tls-key", "tls-check-interval",
 	"meta-dir", "data-dir", "regions", "domain", "access-log", "access-key", "secret-key", "secret-key-file", "admin-token",
-	"metrics-token", "auth-backoff",
+	"metrics-token", "auth-backoff", "default-object-ownership", "default-block-public-access",
 	"vacuum-threshold", "bucket-metrics", "bucket-metrics-interval", "cache-size", "cache-max-object", "cache-policy"}
 
 // nodeExceptions are the settings of b3 server that b3 node does not
@@ -176,7 +176,7 @@ func parseNode(args []string, getenv func(string) (string, bool), stderr io.Writ
 	cfg.TLSCert, cfg.TLSKey, cfg.AdminTLSCert, cfg.AdminTLSKey = sc.TLSCert, sc.TLSKey, sc.AdminTLSCert, sc.AdminTLSKey
 	cfg.ConsoleTLSCert, cfg.ConsoleTLSKey, cfg.TLSCheckInterval = sc.ConsoleTLSCert, sc.ConsoleTLSKey, sc.TLSCheckInterval
 	cfg.DrainDelay, cfg.MediaHeaders, cfg.LogJSON = sc.DrainDelay, sc.MediaHeaders, sc.LogJSON
-	cfg.MaxRetention = sc.MaxRetention
+	cfg.MaxRetention, cfg.NewBuckets = sc.MaxRetention, sc.NewBuckets
 	cfg.DirectIO = sc.DirectIO
 	cfg.MetaDir, cfg.DataDir = sc.MetaDir, sc.DataDir
 	cfg.Regions, cfg.Domains, cfg.AccessLog = sc.Regions, sc.Domains, sc.AccessLog

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/b3-storage/b3/internal/cache"
+	"github.com/b3-storage/b3/internal/s3api"
 	"github.com/b3-storage/b3/internal/server"
 )
 
@@ -56,7 +57,8 @@ func TestNodeSettingsPrecedence(t *testing.T) {
 	yaml := "id: n1\npeers: n1=127.0.0.1:9100,n2=127.0.0.1:9101\ncluster-address: 127.0.0.1:9100\n" +
 		"region: eu-west-1\nregions: [eu-central-1, us-west-2]\ndomain: S3.Example.COM\nvacuum-threshold: 0.25\n" +
 		"cache-size: 8MiB\ncache-policy: lru\naccess-log: true\nmeta-dir: /ssd/meta\nsnapshot-threshold: 100\n" +
-		"vacuum-interval: 1m\nbucket-metrics: 7\nmin-free-space: 2GiB\nlog-format: json\n"
+		"vacuum-interval: 1m\nbucket-metrics: 7\nmin-free-space: 2GiB\nlog-format: json\n" +
+		"default-object-ownership: ObjectWriter\ndefault-block-public-access: false\n"
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +94,7 @@ func TestNodeSettingsPrecedence(t *testing.T) {
 		{"file int", cfg.BucketMetrics, 7},
 		{"default duration", cfg.BucketMetricsInterval, 5 * time.Minute},
 		{"file log format", cfg.LogJSON, true},
+		{"file new-bucket defaults", cfg.NewBuckets, s3api.BucketDefaults{ObjectOwnership: "ObjectWriter", NoPublicAccessBlock: true}},
 		{"env keys", cfg.AccessKey + "/" + cfg.SecretKey + "/" + cfg.AdminToken, "AK/SK-SK-SK-SK-SK-SK/tok-tok-tok-tok-tok"},
 		{"env secret", cfg.ClusterSecret, "secret-secret-secret"},
 	}

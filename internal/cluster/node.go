@@ -141,6 +141,13 @@ type Config struct {
 	// accepted) and --domain (virtual-host-style base domains); each
 	// node's S3 API applies its own, so give every member the same.
 	Regions, Domains []string
+	// NewBuckets are the access settings of new buckets, as b3 server's
+	// --default-object-ownership and --default-block-public-access. The
+	// leader's apply: its S3 API builds the bucket record the replicated
+	// command carries (followers forward CreateBucket), so the replicas
+	// agree whatever each was given; give every member the same, so that
+	// a change of leader changes nothing.
+	NewBuckets s3api.BucketDefaults
 	// AccessLog logs every request this node's S3 API serves (the
 	// leader's: the ones it forwards, a follower does not serve).
 	AccessLog bool

@@ -100,7 +100,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		observe = server.AccessLog(n.log, observe)
 	}
 	n.api = s3api.New(n.backend, s3api.Config{Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Directory: n.users.dir, MediaHeaders: cfg.MediaHeaders,
-		MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: observe, VersionKey: VersionKey(n.secret),
+		MaxRetention: cfg.MaxRetention, NewBuckets: cfg.NewBuckets, Logger: cfg.Logger, Observe: observe, VersionKey: VersionKey(n.secret),
 		// The leader sees each client's own address (forward.go), so the
 		// back-off holds back the failing client, not a whole follower.
 		AuthLimiter: authlimit.New(server.AuthLimits(cfg.AuthBackOff))})

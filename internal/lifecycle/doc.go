@@ -13,7 +13,9 @@
 //     ObjectSizeGreaterThan, ObjectSizeLessThan, and And of those.
 //   - NoncurrentVersionExpiration and NoncurrentVersionTransition are
 //     accepted and have no effect; Transition is refused (NotImplemented):
-//     b3 has one storage class.
+//     b3 has one storage class. A Transition AWS would refuse (a Date not
+//     at midnight UTC, negative Days) is refused first, with AWS's 400.
+//   - A rule stored without an ID gets one (WithRuleIDs), as on AWS.
 //
 // # Time
 //

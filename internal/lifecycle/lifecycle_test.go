@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -33,6 +34,11 @@ func TestParseErrors(t *testing.T) {
 		{"abort with tag", `<Rule><Status>Enabled</Status><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`, "InvalidRequest"},
 		{"abort zero", `<Rule><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`, "InvalidArgument"},
 		{"transition", `<Rule><Status>Enabled</Status><Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>`, "NotImplemented"},
+		{"transition date", `<Rule><Status>Enabled</Status><Transition><Date>2030-01-01T00:00:00Z</Date><StorageClass>GLACIER</StorageClass></Transition></Rule>`, "NotImplemented"},
+		{"transition date not midnight", `<Rule><Status>Enabled</Status><Transition><Date>1970-08-23T00:55:27Z</Date><StorageClass>GLACIER</StorageClass></Transition></Rule>`, "InvalidArgument"},
+		{"transition date not a date", `<Rule><Status>Enabled</Status><Transition><Date>20220927</Date><StorageClass>GLACIER</StorageClass></Transition></Rule>`, "InvalidArgument"},
+		{"transition negative days", `<Rule><Status>Enabled</Status><Transition><Days>-1</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>`, "InvalidArgument"},
+		{"transition days and date", `<Rule><Status>Enabled</Status><Transition><Days>1</Days><Date>2030-01-01T00:00:00Z</Date><StorageClass>GLACIER</StorageClass></Transition></Rule>`, "MalformedXML"},
 		{"noncurrent", `<Rule><Status>Enabled</Status><Filter></Filter><NoncurrentVersionExpiration><NoncurrentDays>3</NoncurrentDays><NewerNoncurrentVersions>5</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`, ""},
 		{"noncurrent without days", `<Rule><Status>Enabled</Status><NoncurrentVersionExpiration><NewerNoncurrentVersions>5</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`, "MalformedXML"},
 		{"noncurrent zero days", `<Rule><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>0</NoncurrentDays></NoncurrentVersionExpiration></Rule>`, "InvalidArgument"},
@@ -139,5 +145,26 @@ func TestNoncurrentExpiry(t *testing.T) {
 	}
 	if !conf.HasVersionActions() || !conf.HasActions() {
 		t.Error("version actions not reported")
+	}
+}
+
+// TestWithRuleIDs: rules without an ID get one at their start, in order;
+// everything else, rules with an ID included, is kept byte for byte.
+func TestWithRuleIDs(t *testing.T) {
+	expire := `<Status>Enabled</Status><Expiration><Days>1</Days></Expiration>`
+	for _, tc := range []struct{ name, rules, want string }{
+		{"all named", `<Rule><ID>a</ID>` + expire + `</Rule>`, `<Rule><ID>a</ID>` + expire + `</Rule>`},
+		{"one unnamed", `<Rule><ID>a</ID>` + expire + `</Rule><Rule>` + expire + `</Rule>`,
+			`<Rule><ID>a</ID>` + expire + `</Rule><Rule><ID>id1</ID>` + expire + `</Rule>`},
+		{"two unnamed, spaced", "<Rule>\n " + expire + "</Rule>\n<Rule>" + expire + "<Filter><ID>x</ID></Filter></Rule>",
+			"<Rule><ID>id1</ID>\n " + expire + "</Rule>\n<Rule><ID>id2</ID>" + expire + "<Filter><ID>x</ID></Filter></Rule>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			got, err := WithRuleIDs(doc(tc.rules), func() string { n++; return fmt.Sprintf("id%d", n) })
+			if err != nil || string(got) != string(doc(tc.want)) {
+				t.Fatalf("got %s, %v\nwant %s", got, err, doc(tc.want))
+			}
+		})
 	}
 }

@@ -84,7 +84,7 @@ type xmlRule struct {
 	AbortIncompleteMultipartUpload *struct {
 		DaysAfterInitiation *string
 	}
-	Transition                  []struct{ Days, Date, StorageClass string }
+	Transition                  []struct{ Days, Date *string }
 	NoncurrentVersionExpiration *struct {
 		NoncurrentDays          *string
 		NewerNoncurrentVersions *string
@@ -183,15 +183,9 @@ func parseRule(xr xmlRule) (Rule, error) {
 			}
 			r.ExpireDays = n
 		case e.Date != nil:
-			t, err := time.Parse(time.RFC3339, strings.TrimSpace(*e.Date))
+			t, err := parseDate(*e.Date)
 			if err != nil {
-				if t, err = time.Parse("2006-01-02", strings.TrimSpace(*e.Date)); err != nil {
-					return r, invalidArgument("'Date' must be in ISO 8601 format")
-				}
-			}
-			t = t.UTC()
-			if !t.Equal(t.Truncate(24 * time.Hour)) {
-				return r, invalidArgument("'Date' must be at midnight GMT")
+				return r, err
 			}
 			r.ExpireDate = t
 		case e.ExpiredObjectDeleteMarker != nil:
@@ -222,6 +216,24 @@ func parseRule(xr xmlRule) (Rule, error) {
 			return r, invalidRequest("AbortIncompleteMultipartUpload cannot be specified with Tags")
 		}
 		r.AbortDays = n
+	}
+	// A transition is checked as AWS checks it, so that a faulty one is
+	// the client's 400, before the 501 of one b3 cannot carry out.
+	for _, tr := range xr.Transition {
+		switch {
+		case tr.Days != nil && tr.Date != nil:
+			return r, malformed("rule %q: Transition takes Days or Date, not both", r.ID)
+		case tr.Date != nil:
+			if _, err := parseDate(*tr.Date); err != nil {
+				return r, err
+			}
+		case tr.Days != nil:
+			if _, err := nonNegative(*tr.Days); err != nil {
+				return r, invalidArgument("'Days' for Transition action must be a non-negative integer")
+			}
+		default:
+			return r, malformed("rule %q: Transition needs Days or Date", r.ID)
+		}
 	}
 	if len(xr.Transition) > 0 || len(xr.NoncurrentVersionTransition) > 0 {
 		return r, &Error{Code: "NotImplemented", Message: "b3 has one storage class: Transition is not supported"}
@@ -315,6 +327,22 @@ func addTag(f *Filter, t xmlTag) error {
 	}
 	f.Tags[t.Key] = t.Value
 	return nil
+}
+
+// parseDate reads a rule's Date: ISO 8601, a day or an instant, which
+// must be midnight UTC.
+func parseDate(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
+	if err != nil {
+		if t, err = time.Parse("2006-01-02", strings.TrimSpace(s)); err != nil {
+			return t, invalidArgument("'Date' must be in ISO 8601 format")
+		}
+	}
+	t = t.UTC()
+	if !t.Equal(t.Truncate(24 * time.Hour)) {
+		return t, invalidArgument("'Date' must be at midnight GMT")
+	}
+	return t, nil
 }
 
 func positive(s string) (int, error) {

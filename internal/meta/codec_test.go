@@ -103,7 +103,8 @@ var codecCases = []codecCase{
 		values: []any{fullObject(), &Object{Bucket: "b", Key: ""}, sampleObject("b", "k"), inlineObject(),
 			&Object{Bucket: "b", Key: "empty", Inline: []byte{}}, versionedObject(), lockedInlineObject(),
 			&Object{Bucket: "b", Key: "dm", Version: 3, Versioned: true, DeleteMarker: true, Modified: ts(4)}, grantedObject(false), grantedObject(true),
-			&Object{Bucket: "b", Key: "no grants", Grants: []Grant{}}},
+			&Object{Bucket: "b", Key: "no grants", Grants: []Grant{}},
+			&Object{Bucket: "b", Key: "hold released", Version: 4, Versioned: true, LegalHoldSet: true}},
 		encode: func(v any) []byte { return encodeObject(v.(*Object)) },
 		decode: func(v any, data []byte) (any, error) {
 			o := v.(*Object)
@@ -115,7 +116,8 @@ var codecCases = []codecCase{
 		values: []any{fullUpload(), &Upload{Bucket: "b", UploadID: NewUploadID(1)},
 			&Upload{Bucket: "b", UploadID: NewUploadID(2), Grants: []Grant{{Grantee: "c0ffee", Permission: "READ"}}},
 			&Upload{Bucket: "b", UploadID: NewUploadID(3), LockMode: LockCompliance, RetainUntil: ts(9)},
-			&Upload{Bucket: "b", UploadID: NewUploadID(4), Grants: []Grant{}, LegalHold: true}},
+			&Upload{Bucket: "b", UploadID: NewUploadID(4), Grants: []Grant{}, LegalHold: true, LegalHoldSet: true},
+			&Upload{Bucket: "b", UploadID: NewUploadID(5), LegalHoldSet: true}},
 		encode: func(v any) []byte { return encodeUpload(v.(*Upload)) },
 		decode: func(v any, data []byte) (any, error) {
 			u := v.(*Upload)

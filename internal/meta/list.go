@@ -137,10 +137,11 @@ func lastListed(res *ListResult) string {
 	return last
 }
 
-// BucketEmpty reports whether bucket has no objects, no versions (delete
-// markers included) and no multipart uploads in progress.
+// BucketEmpty reports whether bucket has no objects and no versions
+// (delete markers included). Multipart uploads in progress do not count:
+// on AWS they do not keep a bucket from being deleted, they go with it.
 func (db *DB) BucketEmpty(bucket string) (bool, error) {
-	for _, prefix := range [][]byte{objectPrefix(bucket), versionPrefix(bucket), uploadPrefix(bucket)} {
+	for _, prefix := range [][]byte{objectPrefix(bucket), versionPrefix(bucket)} {
 		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
 		if err != nil {
 			return false, fmt.Errorf("bucket %q empty: %w", bucket, err)

@@ -59,7 +59,8 @@ const (
 	flagVersioned    = 1
 	flagDeleteMarker = 2
 	flagLegalHold    = 4
-	flagsKnown       = flagVersioned | flagDeleteMarker | flagLegalHold
+	flagLegalHoldSet = 8
+	flagsKnown       = flagVersioned | flagDeleteMarker | flagLegalHold | flagLegalHoldSet
 )
 
 func versionFlags(o *Object) uint64 {
@@ -72,6 +73,9 @@ func versionFlags(o *Object) uint64 {
 	}
 	if o.LegalHold {
 		f |= flagLegalHold
+	}
+	if o.LegalHoldSet {
+		f |= flagLegalHoldSet
 	}
 	return f
 }
@@ -176,6 +180,7 @@ func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, 
 			d.fail("version flags")
 		}
 		o.Versioned, o.DeleteMarker, o.LegalHold = flags&flagVersioned != 0, flags&flagDeleteMarker != 0, flags&flagLegalHold != 0
+		o.LegalHoldSet = flags&flagLegalHoldSet != 0
 		o.LockMode = d.str()
 		o.RetainUntil = d.time()
 		o.Grants = d.grants()

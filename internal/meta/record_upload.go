@@ -38,7 +38,7 @@ func encodeUpload(u *Upload) []byte {
 	e := encoder{buf: make([]byte, 0, 96)}
 	format := byte(uploadFormat)
 	switch {
-	case u.LockMode != "" || !u.RetainUntil.IsZero() || u.LegalHold:
+	case u.LockMode != "" || !u.RetainUntil.IsZero() || u.LegalHold || u.LegalHoldSet:
 		format = uploadFormatLock
 	case u.Grants != nil:
 		format = uploadFormatGrants
@@ -57,9 +57,13 @@ func encodeUpload(u *Upload) []byte {
 	if format == uploadFormatLock {
 		e.str(u.LockMode)
 		e.time(u.RetainUntil)
+		// 0: no legal hold named; 1: ON; 2: OFF, named.
 		hold := byte(0)
-		if u.LegalHold {
+		switch {
+		case u.LegalHold:
 			hold = 1
+		case u.LegalHoldSet:
+			hold = 2
 		}
 		e.byte1(hold)
 	}
@@ -86,7 +90,9 @@ func decodeUpload(bucket, key, uploadID string, value []byte) (*Upload, error) {
 		switch d.byte1() {
 		case 0:
 		case 1:
-			u.LegalHold = true
+			u.LegalHold, u.LegalHoldSet = true, true
+		case 2:
+			u.LegalHoldSet = true
 		default:
 			d.fail("legal hold")
 		}

@@ -152,6 +152,11 @@ type Object struct {
 	LockMode    string
 	RetainUntil time.Time
 	LegalHold   bool
+	// LegalHoldSet records that a legal hold status, ON or OFF, was set
+	// on the version (PutObjectLegalHold, or a write's legal-hold
+	// header): GET and HEAD then report the status, OFF included, as AWS
+	// does; a version never given one reports none.
+	LegalHoldSet bool
 
 	// IsLatest is set by ListVersions on the key's newest version; it is
 	// not stored.
@@ -194,6 +199,9 @@ type Upload struct {
 	LockMode    string
 	RetainUntil time.Time
 	LegalHold   bool
+	// LegalHoldSet: the create named a legal hold, ON or OFF (see
+	// Object.LegalHoldSet).
+	LegalHoldSet bool
 }
 
 // Part is one uploaded part of a multipart upload. A re-uploaded part

@@ -86,8 +86,8 @@ func TestUploadAndParts(t *testing.T) {
 		t.Fatalf("AllParts: %d parts, %v", len(all), err)
 	}
 
-	if empty, err := db.BucketEmpty(u.Bucket); empty || err != nil {
-		t.Fatalf("BucketEmpty with uploads = %v, %v", empty, err)
+	if empty, err := db.BucketEmpty(u.Bucket); !empty || err != nil {
+		t.Fatalf("BucketEmpty with uploads only = %v, %v", empty, err)
 	}
 	commit(t, db, func(b *Batch) { b.DeleteUpload(u.Bucket, u.Key, u.UploadID) })
 	if _, err := db.GetUpload(u.Bucket, u.Key, u.UploadID); !errors.Is(err, ErrNotFound) {

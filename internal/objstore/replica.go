@@ -731,7 +731,13 @@ func (s *Store) ApplyPutBucket(bk *meta.Bucket, create bool, stamp uint64) error
 	return nil
 }
 
-// ApplyDeleteBucket removes an empty bucket (ErrBucketNotEmpty if not).
+// ApplyDeleteBucket removes a bucket without objects, versions or delete
+// markers (ErrBucketNotEmpty if not). Its multipart uploads in progress
+// go with it, parts and all, as on AWS, in the same batch.
+//
+// The bucket's lock (exclusive) keeps new uploads out; the key locks of
+// the uploads' keys, held to the commit, keep parts from being added to
+// an upload being removed, whose bytes would then never count dead.
 func (s *Store) ApplyDeleteBucket(name string, stamp uint64) error {
 	mu := s.bucketMutex(name)
 	mu.Lock()
@@ -746,13 +752,31 @@ func (s *Store) ApplyDeleteBucket(name string, stamp uint64) error {
 	if !empty {
 		return ErrBucketNotEmpty
 	}
+	var uploads []*meta.Upload
+	var stripes []int
+	if err := s.meta.ScanUploads(name, func(up *meta.Upload) error {
+		uploads = append(uploads, up)
+		stripes = append(stripes, s.keys.Stripe(name, up.Key))
+		return nil
+	}); err != nil {
+		return err
+	}
+	unlock := s.keys.LockStripes(stripes)
+	defer unlock()
 	batch := s.meta.NewBatch()
 	defer batch.Close()
+	counts := map[uint64]int64{}
+	for _, up := range uploads {
+		if err := s.dropUpload(batch, name, up.Key, up.UploadID, counts); err != nil {
+			return err
+		}
+	}
 	batch.DeleteBucket(name)
 	stampIf(batch, stamp)
 	if err := batch.Commit(); err != nil {
 		return err
 	}
+	s.noteDead(counts)
 	s.buckets.Store(name, bucketGone)
 	return nil
 }
@@ -865,22 +889,31 @@ func (s *Store) ApplyAbortUpload(bucket, key, uploadID string, stamp uint64) err
 	if _, err := s.GetUpload(bucket, key, uploadID); err != nil {
 		return err
 	}
-	all, err := s.allParts(uploadID)
-	if err != nil {
-		return err
-	}
 	b := s.meta.NewBatch()
 	defer b.Close()
 	counts := map[uint64]int64{}
-	b.DeleteUpload(bucket, key, uploadID)
-	for _, p := range all {
-		addDead(b, p.Extents, counts)
+	if err := s.dropUpload(b, bucket, key, uploadID, counts); err != nil {
+		return err
 	}
 	stampIf(b, stamp)
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("abort upload %s: %w", uploadID, err)
 	}
 	s.noteDead(counts)
+	return nil
+}
+
+// dropUpload removes an upload and its parts in b, their bytes counted
+// dead into counts. The caller holds the key's lock.
+func (s *Store) dropUpload(b *meta.Batch, bucket, key, uploadID string, counts map[uint64]int64) error {
+	parts, err := s.allParts(uploadID)
+	if err != nil {
+		return err
+	}
+	b.DeleteUpload(bucket, key, uploadID)
+	for _, p := range parts {
+		addDead(b, p.Extents, counts)
+	}
 	return nil
 }
 

@@ -80,7 +80,14 @@ func (s *Server) getObjectAttributes(rq *request) error {
 		res.ETag = unquoteETag(obj.ETag)
 	}
 	if want["Checksum"] && obj.Checksum != "" {
-		res.Checksum = &xmlAttrChecksum{Value: xmlChecksum{alg, obj.Checksum}, ChecksumType: obj.ChecksumType}
+		// A COMPOSITE checksum is stored as GET/HEAD send it, with its
+		// "-N" part count; here AWS sends the bare value (the count is
+		// ObjectParts' PartsCount).
+		value := obj.Checksum
+		if obj.ChecksumType == checksum.Composite.String() {
+			value, _, _ = strings.Cut(value, "-")
+		}
+		res.Checksum = &xmlAttrChecksum{Value: xmlChecksum{alg, value}, ChecksumType: obj.ChecksumType}
 	}
 	if want["StorageClass"] {
 		res.StorageClass = "STANDARD"

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/xml"
 	"errors"
@@ -136,14 +137,21 @@ func (s *Server) createBucket(rq *request) error {
 }
 
 // newBucket builds the record of a bucket CreateBucket makes, with the
-// access settings AWS gives new buckets: ownership BucketOwnerEnforced
-// (ACLs disabled) unless x-amz-object-ownership says otherwise, and every
-// Block Public Access setting on. An ACL the request asks for must fit
-// them, as on AWS.
+// access settings of Config.NewBuckets, by default those AWS gives new
+// buckets: ownership BucketOwnerEnforced (ACLs disabled) unless
+// x-amz-object-ownership says otherwise, and every Block Public Access
+// setting on. An ACL the request asks for must fit them, as on AWS.
+//
+// In a cluster this runs on the leader (followers forward S3 requests),
+// and the record built here is what the replicated command carries: the
+// leader's settings decide, and every replica stores the same.
 func (s *Server) newBucket(rq *request, region string) (*meta.Bucket, error) {
+	defaults := s.cfg.NewBuckets
 	b := &meta.Bucket{Name: rq.bucket, Owner: rq.accessKey, Region: region, ACL: meta.ACLPrivate,
-		Ownership:         meta.OwnershipBucketOwnerEnforced,
-		PublicAccessBlock: &meta.PublicAccessBlock{BlockPublicAcls: true, IgnorePublicAcls: true, BlockPublicPolicy: true, RestrictPublicBuckets: true}}
+		Ownership: cmp.Or(defaults.ObjectOwnership, meta.OwnershipBucketOwnerEnforced)}
+	if !defaults.NoPublicAccessBlock {
+		b.PublicAccessBlock = &meta.PublicAccessBlock{BlockPublicAcls: true, IgnorePublicAcls: true, BlockPublicPolicy: true, RestrictPublicBuckets: true}
+	}
 	if v := rq.Header.Get("x-amz-object-ownership"); v != "" {
 		if !validOwnership(v) {
 			return nil, errInvalidArgument.withMessage("Invalid x-amz-object-ownership header: %s", v)
@@ -161,7 +169,7 @@ func (s *Server) newBucket(rq *request, region string) (*meta.Bucket, error) {
 	if b.Ownership == meta.OwnershipBucketOwnerEnforced && !onlyOwnerControl(grants, b.Owner) {
 		return nil, errACLWithBucketEnforce
 	}
-	if anyPublicGrant(grants) {
+	if b.PublicAccessBlock != nil && anyPublicGrant(grants) {
 		return nil, errACLWithBlockPublicAccess
 	}
 	b.Grants = grants

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -126,4 +127,45 @@ func TestRegions(t *testing.T) {
 	wantCode(t, err, "InvalidLocationConstraint")
 	_, err = clientIn("ap-south-1").ListBuckets(ctx, &s3.ListBucketsInput{})
 	wantCode(t, err, "AuthorizationHeaderMalformed")
+}
+
+// TestDeleteBucketWithUploadsInProgress: multipart uploads in progress do
+// not keep a bucket, as on AWS (objects and versions do): DeleteBucket
+// removes it with them, and a bucket made again under the name has no
+// upload, and the old upload id is gone.
+func TestDeleteBucketWithUploadsInProgress(t *testing.T) {
+	e := newEnv(t)
+	ctx, c := context.Background(), e.root()
+	e.mustCreateBucket("pending")
+	var uploadIDs []*string
+	for _, key := range []string{"a", "b", "a"} {
+		create, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("pending"), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("pending"), Key: aws.String(key), UploadId: create.UploadId,
+			PartNumber: aws.Int32(1), Body: bytes.NewReader(randomBytes(4<<10, uint64(len(uploadIDs))))}); err != nil {
+			t.Fatal(err)
+		}
+		uploadIDs = append(uploadIDs, create.UploadId)
+	}
+	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("pending")}); err != nil {
+		t.Fatalf("DeleteBucket with uploads in progress only: %v", err)
+	}
+	_, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("pending")})
+	wantCode(t, err, "NotFound")
+	e.mustCreateBucket("pending")
+	list, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("pending")})
+	if err != nil || len(list.Uploads) != 0 {
+		t.Fatalf("uploads of the bucket made again: %+v, %v", list, err)
+	}
+	_, err = c.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("pending"), Key: aws.String("a"), UploadId: uploadIDs[0]})
+	wantCode(t, err, "NoSuchUpload")
+	// An object still keeps the bucket, whatever its uploads.
+	e.mustPut("pending", "kept", []byte("x"))
+	if _, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("pending"), Key: aws.String("c")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("pending")})
+	wantCode(t, err, "BucketNotEmpty")
 }

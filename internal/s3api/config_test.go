@@ -172,3 +172,33 @@ func TestLifecycleAndVersioningConfig(t *testing.T) {
 	resp, body := e.do(e.signedRequest(rootUser, "GET", "/life?website", nil, "", nil))
 	wantXMLError(t, resp, body, 501, "NotImplemented")
 }
+
+// TestBoto3LifecycleRuleIDsAndTransitions: through boto3, a lifecycle rule
+// stored without an ID comes back with one (AWS names it) while a rule's
+// own ID is kept, and the x-amz-expiration of an object it expires names
+// it; a Transition whose Date is not midnight UTC (boto3 sends
+// "20220927" as an epoch instant, as the s3-tests suite does) is 400
+// InvalidArgument, and a valid one is b3's 501 NotImplemented.
+func TestBoto3LifecycleRuleIDsAndTransitions(t *testing.T) {
+	e := newEnv(t)
+	e.mustCreateBucket("rules")
+	got := e.boto3(`
+c = client()
+c.put_bucket_lifecycle_configuration(Bucket="rules", LifecycleConfiguration={"Rules": [
+    {"Filter": {"Prefix": "logs/"}, "Status": "Enabled", "Expiration": {"Days": 3}},
+    {"ID": "mine", "Filter": {"Prefix": "tmp/"}, "Status": "Enabled", "Expiration": {"Days": 1}}]})
+rules = c.get_bucket_lifecycle_configuration(Bucket="rules")["Rules"]
+named = rules[0].get("ID", "")
+print(len(named) > 0 and named != "mine", rules[1].get("ID"))
+c.put_object(Bucket="rules", Key="logs/a", Body=b"x")
+print(('rule-id="%s"' % named) in c.head_object(Bucket="rules", Key="logs/a").get("Expiration", ""))
+def put(date):
+    c.put_bucket_lifecycle_configuration(Bucket="rules", LifecycleConfiguration={"Rules": [
+        {"ID": "rule1", "Prefix": "test1/", "Status": "Enabled", "Expiration": {"Date": "2023-09-27"},
+         "Transitions": [{"Date": date, "StorageClass": "GLACIER"}]}]})
+print(code(lambda: put("20220927")), code(lambda: put("2030-01-01")))
+`)
+	if want := "True mine\nTrue\nInvalidArgument NotImplemented"; got != want {
+		t.Fatalf("boto3 printed\n%s\nwant\n%s", got, want)
+	}
+}

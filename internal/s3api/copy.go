@@ -169,7 +169,7 @@ func (s *Server) copyObject(rq *request) error {
 	}
 
 	obj := &meta.Object{Owner: replacement.Owner, Grants: replacement.Grants,
-		LockMode: replacement.LockMode, RetainUntil: replacement.RetainUntil, LegalHold: replacement.LegalHold}
+		LockMode: replacement.LockMode, RetainUntil: replacement.RetainUntil, LegalHold: replacement.LegalHold, LegalHoldSet: replacement.LegalHoldSet}
 	if directive == "REPLACE" {
 		attrsOfObject(replacement).toObject(obj)
 	} else {
@@ -213,7 +213,7 @@ func (s *Server) copyObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	s.writeVersionHeader(rq.w.Header(), rq.bucketRec, stored)
+	s.writeNewVersionHeader(rq.w.Header(), stored)
 	res := copyObjectResult{Xmlns: s3Namespace, LastModified: isoTime(stored.Modified), ETag: quoteETag(stored.ETag),
 		Checksum: xmlChecksum{alg, stored.Checksum}}
 	if stored.Checksum != "" {

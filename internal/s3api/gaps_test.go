@@ -180,3 +180,59 @@ func TestNonASCIIMetadata(t *testing.T) {
 		t.Fatalf("stored value: %q %v", obj.UserMeta["title"], err)
 	}
 }
+
+// TestGetObjectAttributesVersionedComposite: GetObjectAttributes of a
+// versioned bucket's multipart object answers its version id (the current
+// one, and the one asked for), its COMPOSITE checksum bare (the part count
+// is ObjectParts', not a "-N" suffix) and, for a version id b3 never
+// issued, 400 InvalidArgument as AWS.
+func TestGetObjectAttributesVersionedComposite(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MinPartSize = 100 })
+	ctx := context.Background()
+	c := e.root()
+	e.mustCreateBucket("attrv")
+	e.enableVersioning("attrv")
+	create, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("attrv"), Key: aws.String("big"), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, _ := uploadParts(t, c, "attrv", "big", aws.ToString(create.UploadId), []int{100, 50}, types.ChecksumAlgorithmCrc32)
+	done, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("attrv"), Key: aws.String("big"), UploadId: create.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, found := strings.CutSuffix(aws.ToString(done.ChecksumCRC32), "-2")
+	if !found || aws.ToString(done.VersionId) == "" {
+		t.Fatalf("complete: checksum %q version %q", aws.ToString(done.ChecksumCRC32), aws.ToString(done.VersionId))
+	}
+	e.mustPut("attrv", "big", []byte("newer"))
+	attrs := []types.ObjectAttributes{types.ObjectAttributesChecksum, types.ObjectAttributesObjectParts}
+	for _, tc := range []struct {
+		name    string
+		version *string
+		want    string
+	}{
+		{"by version id", done.VersionId, aws.ToString(done.VersionId)},
+		{"current", nil, ""},
+	} {
+		out, err := c.GetObjectAttributes(ctx, &s3.GetObjectAttributesInput{Bucket: aws.String("attrv"), Key: aws.String("big"), VersionId: tc.version, ObjectAttributes: attrs})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if aws.ToString(out.VersionId) == "" || tc.want != "" && aws.ToString(out.VersionId) != tc.want {
+			t.Errorf("%s: VersionId %q, want %q", tc.name, aws.ToString(out.VersionId), tc.want)
+		}
+		if tc.version == nil {
+			continue
+		}
+		if out.Checksum == nil || aws.ToString(out.Checksum.ChecksumCRC32) != whole || out.Checksum.ChecksumType != types.ChecksumTypeComposite {
+			t.Errorf("%s: checksum %+v, want %q COMPOSITE", tc.name, out.Checksum, whole)
+		}
+		if out.ObjectParts == nil || aws.ToInt32(out.ObjectParts.TotalPartsCount) != 2 {
+			t.Errorf("%s: parts %+v", tc.name, out.ObjectParts)
+		}
+	}
+	_, err = c.GetObjectAttributes(ctx, &s3.GetObjectAttributesInput{Bucket: aws.String("attrv"), Key: aws.String("big"), VersionId: aws.String("not-a-version"), ObjectAttributes: attrs})
+	wantCode(t, err, "InvalidArgument")
+}

@@ -1,6 +1,8 @@
 package s3api
 
 import (
+	"crypto/rand"
+	"encoding/base32"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,7 +18,10 @@ var (
 )
 
 // The document is validated by package lifecycle (the same parser the
-// store's expiry uses), stored verbatim and returned as sent.
+// store's expiry uses), stored verbatim and returned as sent, except that
+// a rule without an ID gets one, as on AWS (lifecycle.WithRuleIDs). The
+// IDs are made here, before the document goes to the store, so that every
+// replica of a cluster stores the same.
 
 func (s *Server) getBucketLifecycle(rq *request) error {
 	if len(rq.bucketRec.Lifecycle) == 0 {
@@ -33,6 +38,12 @@ func (s *Server) putBucketLifecycle(rq *request) error {
 	if err != nil {
 		return err
 	}
+	if _, err := lifecycle.Parse(data); err != nil {
+		return lifecycleError(err)
+	}
+	if data, err = lifecycle.WithRuleIDs(data, newRuleID); err != nil {
+		return lifecycleError(err)
+	}
 	if err := s.store.SetBucketLifecycle(rq.bucket, data); err != nil {
 		return lifecycleError(err)
 	}
@@ -44,6 +55,14 @@ func (s *Server) deleteBucketLifecycle(rq *request) error {
 		return err
 	}
 	return writeEmpty(rq, http.StatusNoContent)
+}
+
+// newRuleID names a lifecycle rule stored without an ID: 32 random
+// base32 characters, as unlikely as AWS's to meet a name a client chose.
+func newRuleID() string {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	return base32.StdEncoding.EncodeToString(b[:])
 }
 
 // lifecycleError maps a validation failure to the S3 error AWS returns.

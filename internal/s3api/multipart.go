@@ -42,7 +42,7 @@ func (s *Server) createUpload(rq *request) error {
 	if err != nil {
 		return err
 	}
-	up.LockMode, up.RetainUntil, up.LegalHold = lock.Mode, lock.Until, lock.Hold
+	up.LockMode, up.RetainUntil, up.LegalHold, up.LegalHoldSet = lock.Mode, lock.Until, lock.Hold, lock.Hold || lock.holdAsked
 	attrsOfObject(obj).toUpload(up)
 	if name := rq.Header.Get(checksum.HeaderAlgorithm); name != "" {
 		alg, ok := checksum.ParseAlgorithm(name)
@@ -253,7 +253,7 @@ func (s *Server) completeUpload(rq *request) error {
 		if err := declared.Verify(alg, typ, obj.Checksum); err != nil {
 			return nil, err
 		}
-		objectLock{Mode: up.LockMode, Until: up.RetainUntil, Hold: up.LegalHold}.orDefault(rq.bucketRec, s.cfg.Now(), s.cfg.MaxRetention).applyTo(obj)
+		objectLock{Mode: up.LockMode, Until: up.RetainUntil, Hold: up.LegalHold, holdAsked: up.LegalHoldSet}.orDefault(rq.bucketRec, s.cfg.Now(), s.cfg.MaxRetention).applyTo(obj)
 		return obj, nil
 	}
 	obj, err := s.store.CompleteUpload(rq.bucket, rq.key, rq.query.Get("uploadId"), numbers, build, precondition)
@@ -266,7 +266,7 @@ func (s *Server) completeUpload(rq *request) error {
 	if err != nil {
 		return err
 	}
-	s.writeVersionHeader(rq.w.Header(), rq.bucketRec, obj)
+	s.writeNewVersionHeader(rq.w.Header(), obj)
 	res := completeMultipartUploadResult{Xmlns: s3Namespace, Location: "/" + rq.bucket + "/" + rq.key, Bucket: rq.bucket, Key: rq.key, ETag: quoteETag(obj.ETag),
 		Checksum: xmlChecksum{alg, obj.Checksum}, ChecksumType: obj.ChecksumType}
 	return writeXML(rq, res)

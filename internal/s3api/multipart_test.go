@@ -222,3 +222,56 @@ func (e *testEnv) assertAbsentUpload(id string) {
 		}
 	}
 }
+
+// TestCompleteMultipartUploadConditional: CompleteMultipartUpload with
+// If-Match replaces only the version whose ETag it names (412 else, 404
+// NoSuchKey with no object), and with If-None-Match: * only creates, as
+// AWS's conditional writes; If-None-Match takes only "*" (501 else).
+func TestCompleteMultipartUploadConditional(t *testing.T) {
+	e := newEnv(t)
+	ctx, c := context.Background(), e.root()
+	e.mustCreateBucket("cond")
+	complete := func(key string, setup func(*s3.CompleteMultipartUploadInput)) error {
+		t.Helper()
+		create, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("cond"), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		part, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("cond"), Key: aws.String(key), UploadId: create.UploadId,
+			PartNumber: aws.Int32(1), Body: strings.NewReader("new " + key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &s3.CompleteMultipartUploadInput{Bucket: aws.String("cond"), Key: aws.String(key), UploadId: create.UploadId,
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: part.ETag, PartNumber: aws.Int32(1)}}}}
+		setup(in)
+		_, err = c.CompleteMultipartUpload(ctx, in)
+		return err
+	}
+	put, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("cond"), Key: aws.String("k"), Body: strings.NewReader("old")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, key string
+		setup     func(*s3.CompleteMultipartUploadInput)
+		code      string
+		body      string // of key afterwards
+	}{
+		{"If-Match of another ETag", "k", func(in *s3.CompleteMultipartUploadInput) { in.IfMatch = aws.String(`"0123"`) }, "PreconditionFailed", "old"},
+		{"If-None-Match * of an object", "k", func(in *s3.CompleteMultipartUploadInput) { in.IfNoneMatch = aws.String("*") }, "PreconditionFailed", "old"},
+		{"If-None-Match of an ETag", "k", func(in *s3.CompleteMultipartUploadInput) { in.IfNoneMatch = put.ETag }, "NotImplemented", "old"},
+		{"If-Match of its ETag", "k", func(in *s3.CompleteMultipartUploadInput) { in.IfMatch = put.ETag }, "", "new k"},
+		{"If-Match with no object", "none", func(in *s3.CompleteMultipartUploadInput) { in.IfMatch = put.ETag }, "NoSuchKey", ""},
+		{"If-None-Match * of no object", "fresh", func(in *s3.CompleteMultipartUploadInput) { in.IfNoneMatch = aws.String("*") }, "", "new fresh"},
+	} {
+		if got := errorCode(complete(tc.key, tc.setup)); got != tc.code {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.code)
+		}
+		if tc.body == "" {
+			e.assertAbsent("cond", tc.key)
+		} else if got := string(e.mustGet("cond", tc.key)); got != tc.body {
+			t.Errorf("%s: %s holds %q, want %q", tc.name, tc.key, got, tc.body)
+		}
+	}
+}

@@ -103,11 +103,17 @@ func (s *Server) putObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	h := rq.w.Header()
-	h.Set("ETag", quoteETag(stored.ETag))
-	writeChecksumHeaders(h, stored.ChecksumAlgorithm, stored.Checksum, stored.ChecksumType)
-	s.writeVersionHeader(h, rq.bucketRec, stored)
+	s.writeStoredHeaders(rq, stored)
 	return writeEmpty(rq, http.StatusOK)
+}
+
+// writeStoredHeaders answers a write that stored obj (PutObject, POST):
+// its ETag, its checksum and its version.
+func (s *Server) writeStoredHeaders(rq *request, obj *meta.Object) {
+	h := rq.w.Header()
+	h.Set("ETag", quoteETag(obj.ETag))
+	writeChecksumHeaders(h, obj.ChecksumAlgorithm, obj.Checksum, obj.ChecksumType)
+	s.writeNewVersionHeader(h, obj)
 }
 
 // objectFromHeaders builds the attributes of a new object from the PUT

@@ -268,6 +268,7 @@ func (l objectLock) orDefault(bk *meta.Bucket, now time.Time, max time.Duration)
 // applyTo sets obj's lock.
 func (l objectLock) applyTo(obj *meta.Object) {
 	obj.LockMode, obj.RetainUntil, obj.LegalHold = l.Mode, l.Until, l.Hold
+	obj.LegalHoldSet = l.Hold || l.holdAsked
 }
 
 func parseRetainUntil(mode, until string) (time.Time, error) {
@@ -290,8 +291,11 @@ func writeLockHeaders(h http.Header, obj *meta.Object) {
 		h.Set("x-amz-object-lock-mode", obj.LockMode)
 		h.Set("x-amz-object-lock-retain-until-date", obj.RetainUntil.UTC().Format(time.RFC3339))
 	}
-	if obj.LegalHold {
+	switch {
+	case obj.LegalHold:
 		h.Set("x-amz-object-lock-legal-hold", "ON")
+	case obj.LegalHoldSet:
+		h.Set("x-amz-object-lock-legal-hold", "OFF")
 	}
 }
 
@@ -424,7 +428,7 @@ func (s *Server) putObjectLegalHold(rq *request) error {
 		return errMalformedXML
 	}
 	err = s.updateVersion(rq, func(o *meta.Object) error {
-		o.LegalHold = doc.Status == "ON"
+		o.LegalHold, o.LegalHoldSet = doc.Status == "ON", true
 		return nil
 	})
 	if err != nil {

@@ -290,3 +290,62 @@ func TestObjectLockMultipart(t *testing.T) {
 		ObjectLockMode: types.ObjectLockModeCompliance, ObjectLockRetainUntilDate: aws.Time(in2days)})
 	wantCode(t, err, "InvalidRequest")
 }
+
+// TestLegalHoldStatusOnHead: HEAD and GET report a version's legal hold
+// once one was set, OFF included (rclone shows ON until it sees OFF), and
+// nothing for a version never given one, as AWS.
+func TestLegalHoldStatusOnHead(t *testing.T) {
+	e, _ := lockEnv(t)
+	c, ctx := e.root(), context.Background()
+	key := aws.String("held")
+	put := func(hold types.ObjectLockLegalHoldStatus) {
+		t.Helper()
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("vault"), Key: key, Body: strings.NewReader("x"), ObjectLockLegalHoldStatus: hold}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setHold := func(hold types.ObjectLockLegalHoldStatus) {
+		t.Helper()
+		if _, err := c.PutObjectLegalHold(ctx, &s3.PutObjectLegalHoldInput{Bucket: aws.String("vault"), Key: key,
+			LegalHold: &types.ObjectLockLegalHold{Status: hold}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		act  func()
+		want types.ObjectLockLegalHoldStatus
+	}{
+		{"never set", func() { put("") }, ""},
+		{"set ON", func() { setHold(types.ObjectLockLegalHoldStatusOn) }, types.ObjectLockLegalHoldStatusOn},
+		{"set OFF", func() { setHold(types.ObjectLockLegalHoldStatusOff) }, types.ObjectLockLegalHoldStatusOff},
+		{"written with OFF", func() { put(types.ObjectLockLegalHoldStatusOff) }, types.ObjectLockLegalHoldStatusOff},
+		{"written with none", func() { put("") }, ""},
+		{"uploaded with OFF", func() {
+			create, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("vault"), Key: key,
+				ObjectLockLegalHoldStatus: types.ObjectLockLegalHoldStatusOff, ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts, _ := uploadParts(t, c, "vault", "held", aws.ToString(create.UploadId), []int{10}, types.ChecksumAlgorithmCrc32)
+			if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("vault"), Key: key, UploadId: create.UploadId,
+				MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
+				t.Fatal(err)
+			}
+		}, types.ObjectLockLegalHoldStatusOff},
+	} {
+		tc.act()
+		head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("vault"), Key: key})
+		if err != nil || head.ObjectLockLegalHoldStatus != tc.want {
+			t.Fatalf("%s: HEAD legal hold %q, %v; want %q", tc.name, head.ObjectLockLegalHoldStatus, err, tc.want)
+		}
+		get, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("vault"), Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		get.Body.Close()
+		if get.ObjectLockLegalHoldStatus != tc.want {
+			t.Fatalf("%s: GET legal hold %q, want %q", tc.name, get.ObjectLockLegalHoldStatus, tc.want)
+		}
+	}
+}

@@ -155,8 +155,10 @@ func (s *Server) postObject(rq *request) error {
 	if err != nil {
 		return err
 	}
+	// ETag, checksum and version as PutObject answers them, on every
+	// answer (204, 200, 201 and the redirect).
+	s.writeStoredHeaders(rq, stored)
 	etag := quoteETag(stored.ETag)
-	rq.w.Header().Set("ETag", etag)
 	location := s.objectURL(rq)
 	rq.w.Header().Set("Location", location)
 	if redirect := fields["success_action_redirect"]; redirect != "" {

@@ -325,3 +325,35 @@ func TestPostObjectResponse(t *testing.T) {
 		t.Fatalf("empty file: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestBoto3PostPolicyOperatorCase: boto3's presigned POST with condition
+// operators in mixed case (["StArTs-WiTh", "$KeY", "foo/"]), which AWS
+// folds: a key that meets the condition is stored, one that does not is
+// refused; and the 201 and 204 answers echo the checksum the form gave.
+func TestBoto3PostPolicyOperatorCase(t *testing.T) {
+	e := newEnv(t)
+	e.mustCreateBucket("forms")
+	for _, tc := range []struct{ key, status, want string }{
+		{"foo/a.txt", "201", "201 crc"},
+		{"foo/b.txt", "204", "204 crc"},
+		{"bar/c.txt", "204", "403 none"},
+	} {
+		got := e.boto3(`
+import base64, zlib, requests
+body = b"form body"
+crc = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+fields = {"x-amz-checksum-crc32": crc, "success_action_status": "` + tc.status + `"}
+post = client().generate_presigned_post("forms", "` + tc.key + `", Fields=fields,
+    Conditions=[["StArTs-WiTh", "$KeY", "foo/"], {"x-amz-checksum-crc32": crc}, {"success_action_status": "` + tc.status + `"}])
+r = requests.post(post["url"], data=post["fields"], files={"file": ("f.txt", body)})
+print(r.status_code, "crc" if r.headers.get("x-amz-checksum-crc32") == crc else "none")
+`)
+		if got != tc.want {
+			t.Errorf("POST %s: got %q, want %q", tc.key, got, tc.want)
+		}
+	}
+	if got := string(e.mustGet("forms", "foo/a.txt")); got != "form body" {
+		t.Fatalf("stored %q", got)
+	}
+	e.assertAbsent("forms", "bar/c.txt")
+}

@@ -84,6 +84,34 @@ type Config struct {
 	// AuthLimiter, if set, backs off addresses and access keys that fail
 	// to authenticate (authlimit.go): 503 SlowDown with Retry-After.
 	AuthLimiter *authlimit.Limiter
+	// NewBuckets are the access settings CreateBucket gives a bucket when
+	// the request does not choose them. The zero value is AWS's defaults.
+	NewBuckets BucketDefaults
+}
+
+// BucketDefaults are the access settings of new buckets. AWS's, since
+// April 2023, are the zero value: ACLs disabled (BucketOwnerEnforced) and
+// all four Block Public Access settings on. An operator whose older
+// applications rely on object ACLs or public policies may choose the
+// settings AWS gave before (docs/OPERATIONS.md, legacy-compatible mode).
+type BucketDefaults struct {
+	// ObjectOwnership is BucketOwnerEnforced ("" too),
+	// BucketOwnerPreferred or ObjectWriter. A request's
+	// x-amz-object-ownership header still chooses for its bucket.
+	ObjectOwnership string
+	// NoPublicAccessBlock creates buckets without a Block Public Access
+	// configuration, so that public ACLs and policies take effect, instead
+	// of with all four settings on.
+	NoPublicAccessBlock bool
+}
+
+// Validate reports a default ownership that is none of the three.
+func (d BucketDefaults) Validate() error {
+	if d.ObjectOwnership != "" && !validOwnership(d.ObjectOwnership) {
+		return fmt.Errorf("object ownership %q: want %s, %s or %s", d.ObjectOwnership,
+			meta.OwnershipBucketOwnerEnforced, meta.OwnershipBucketOwnerPreferred, meta.OwnershipObjectWriter)
+	}
+	return nil
 }
 
 // Server is the S3 REST API over a Backend (an objstore.Store). It is an

@@ -84,6 +84,18 @@ func (s *Server) writeVersionHeader(h http.Header, bk *meta.Bucket, obj *meta.Ob
 	}
 }
 
+// writeNewVersionHeader sets x-amz-version-id on the answer to a write
+// that stored obj (PutObject, POST, CopyObject, CompleteMultipartUpload)
+// when the write made a version of its own. A write to an unversioned or
+// versioning-suspended bucket makes the null version, and AWS then sends
+// no header (GET and HEAD of a bucket that had versioning do send
+// "null": writeVersionHeader).
+func (s *Server) writeNewVersionHeader(h http.Header, obj *meta.Object) {
+	if obj.Versioned {
+		h.Set("x-amz-version-id", s.clientVersionID(obj))
+	}
+}
+
 // deleteMarkerError adds S3's headers to the answer about a delete marker:
 // a GET or HEAD of the key whose latest version is one (404), or of a
 // marker by version ID (405).

@@ -252,8 +252,84 @@ func TestOperationsByVersionID(t *testing.T) {
 
 func (e *testEnv) enableVersioning(bucket string) {
 	e.t.Helper()
+	e.setVersioning(bucket, types.BucketVersioningStatusEnabled)
+}
+
+// setVersioning sets bucket's versioning to status (as root).
+func (e *testEnv) setVersioning(bucket string, status types.BucketVersioningStatus) {
+	e.t.Helper()
 	if _, err := e.root().PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
-		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		VersioningConfiguration: &types.VersioningConfiguration{Status: status}}); err != nil {
 		e.t.Fatal(err)
+	}
+}
+
+// TestSuspendedWritesSendNoVersionID: in a versioning-suspended bucket,
+// PutObject, CopyObject, CompleteMultipartUpload and a POST store the null
+// version and answer without x-amz-version-id, as AWS; HEAD still names
+// the version "null", and an Enabled bucket's writes name their version.
+func TestSuspendedWritesSendNoVersionID(t *testing.T) {
+	e, ctx := newEnv(t), context.Background()
+	c := e.root()
+	e.mustCreateBucket("susp")
+	e.setVersioning("susp", types.BucketVersioningStatusEnabled)
+	enabled, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("susp"), Key: aws.String("k"), Body: strings.NewReader("v1")})
+	if err != nil || aws.ToString(enabled.VersionId) == "" {
+		t.Fatalf("put while enabled: version %q, %v", aws.ToString(enabled.VersionId), err)
+	}
+	e.setVersioning("susp", types.BucketVersioningStatusSuspended)
+	writes := map[string]func() (*string, error){
+		"PutObject": func() (*string, error) {
+			out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("susp"), Key: aws.String("k"), Body: strings.NewReader("v2")})
+			if err != nil {
+				return nil, err
+			}
+			return out.VersionId, nil
+		},
+		"CopyObject": func() (*string, error) {
+			out, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("susp"), Key: aws.String("copy"), CopySource: aws.String("susp/k")})
+			if err != nil {
+				return nil, err
+			}
+			return out.VersionId, nil
+		},
+		"CompleteMultipartUpload": func() (*string, error) {
+			create, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("susp"), Key: aws.String("mpu")})
+			if err != nil {
+				return nil, err
+			}
+			part, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("susp"), Key: aws.String("mpu"), UploadId: create.UploadId,
+				PartNumber: aws.Int32(1), Body: strings.NewReader("part")})
+			if err != nil {
+				return nil, err
+			}
+			out, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("susp"), Key: aws.String("mpu"), UploadId: create.UploadId,
+				MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: part.ETag, PartNumber: aws.Int32(1)}}}})
+			if err != nil {
+				return nil, err
+			}
+			return out.VersionId, nil
+		},
+		"POST": func() (*string, error) {
+			target, fields := e.presignedPost("susp", "form", nil)
+			resp, body := e.postForm(target.String(), "", fields, strings.NewReader("form"), false)
+			if resp.StatusCode != 204 {
+				return nil, fmt.Errorf("POST: %d %s", resp.StatusCode, body)
+			}
+			if v, ok := resp.Header["X-Amz-Version-Id"]; ok {
+				return aws.String(v[0]), nil
+			}
+			return nil, nil
+		},
+	}
+	for name, write := range writes {
+		version, err := write()
+		if err != nil || version != nil {
+			t.Errorf("%s in a suspended bucket: version %q, %v; want no header", name, aws.ToString(version), err)
+		}
+	}
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("susp"), Key: aws.String("k")})
+	if err != nil || aws.ToString(head.VersionId) != "null" {
+		t.Fatalf("HEAD of the null version: %q, %v", aws.ToString(head.VersionId), err)
 	}
 }

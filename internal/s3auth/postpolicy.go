@@ -234,7 +234,10 @@ func parsePostPolicy(policy string) (*postPolicyDocument, []postCondition, *[2]i
 		if err := json.Unmarshal(rawCondition, &list); err != nil || len(list) != 3 {
 			return nil, nil, nil, errPolicy("Invalid Condition: %s", rawCondition)
 		}
+		// Operators are matched in any case, as on AWS
+		// (["StArTs-WiTh", "$key", "a/"] is starts-with).
 		op, _ := list[0].(string)
+		op = strings.ToLower(op)
 		switch op {
 		case "eq", "starts-with":
 			field, ok1 := list[1].(string)

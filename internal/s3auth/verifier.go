@@ -166,12 +166,13 @@ func (v *Verifier) maxSkew() time.Duration {
 }
 
 // checkSkew fails requests whose time is too far from the server's.
+// time.Time.Sub saturates, so a date centuries away is the smallest or
+// largest Duration: the skew is compared on both sides rather than
+// negated (the negation of the smallest Duration is itself, which would
+// let a year-9999 date through to the signature check).
 func (v *Verifier) checkSkew(requestTime time.Time) error {
-	skew := v.now().Sub(requestTime)
-	if skew < 0 {
-		skew = -skew
-	}
-	if skew > v.maxSkew() {
+	skew, limit := v.now().Sub(requestTime), v.maxSkew()
+	if skew > limit || skew < -limit {
 		return errSkewed()
 	}
 	return nil

@@ -53,6 +53,9 @@ type Config struct {
 	// MaxRetention bounds every Object Lock retention from the moment it
 	// is set (s3api.Config.MaxRetention; 0: its default, 100 years).
 	MaxRetention time.Duration
+	// NewBuckets are the access settings of new buckets
+	// (s3api.Config.NewBuckets; the zero value is AWS's defaults).
+	NewBuckets s3api.BucketDefaults
 
 	// AdminAddress is the admin listener (API, /metrics, health, pprof);
 	// "" disables it. AdminToken is its bearer token (default: generated
@@ -285,7 +288,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		return err
 	}
 	api := s3api.New(store, s3api.Config{Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Directory: users.dir,
-		MediaHeaders: cfg.MediaHeaders, MaxRetention: cfg.MaxRetention, Logger: cfg.Logger, Observe: observe, VersionKey: versionKey,
+		MediaHeaders: cfg.MediaHeaders, MaxRetention: cfg.MaxRetention, NewBuckets: cfg.NewBuckets, Logger: cfg.Logger, Observe: observe, VersionKey: versionKey,
 		AuthLimiter: authlimit.New(cfg.authLimits())})
 
 	var ready atomic.Bool

@@ -16,6 +16,7 @@ import (
 
 	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/cache"
+	"github.com/b3-storage/b3/internal/meta"
 )
 
 // Setting is one configuration item. Each has three spellings, highest
@@ -33,7 +34,8 @@ type Output struct {
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
 	// Warnings are said at start: secrets given as flags, which any
-	// local user reads in the process list (/proc/PID/cmdline).
+	// local user reads in the process list (/proc/PID/cmdline), and
+	// defaults of new buckets weaker than AWS's (legacy-compatible mode).
 	Warnings []string
 }
 
@@ -141,6 +143,21 @@ func Settings() []Setting {
 		{"max-retention", "36525d", "longest Object Lock retention a client may set, from the moment it sets it (retain-until dates, a bucket's default retention; refused beyond, root included): a COMPLIANCE retention can never be shortened. Days (30d) or a duration (720h)", func(c *Config, _ *Output, v string) error {
 			d, err := ParseDays(v)
 			c.MaxRetention = d
+			return err
+		}},
+		{"default-object-ownership", meta.OwnershipBucketOwnerEnforced, "Object Ownership of new buckets whose CreateBucket does not choose one: BucketOwnerEnforced (ACLs disabled, AWS's default), BucketOwnerPreferred or ObjectWriter (ACLs enabled, for applications that use object ACLs: docs/OPERATIONS.md)", func(c *Config, o *Output, v string) error {
+			c.NewBuckets.ObjectOwnership = v
+			if v != meta.OwnershipBucketOwnerEnforced {
+				o.Warnings = append(o.Warnings, "new buckets get Object Ownership "+v+": object ACLs take effect in them (legacy-compatible mode, docs/OPERATIONS.md)")
+			}
+			return c.NewBuckets.Validate()
+		}},
+		{"default-block-public-access", "true", "new buckets get all four Block Public Access settings on, as on AWS; false creates them without, so that public ACLs and bucket policies take effect (legacy-compatible mode: docs/OPERATIONS.md)", func(c *Config, o *Output, v string) error {
+			on, err := strconv.ParseBool(v)
+			c.NewBuckets.NoPublicAccessBlock = !on
+			if err == nil && !on {
+				o.Warnings = append(o.Warnings, "new buckets get no Block Public Access: a public ACL or bucket policy opens them to anyone (legacy-compatible mode, docs/OPERATIONS.md)")
+			}
 			return err
 		}},
 		{"fsync", "batch", "durability: batch (group commit), always, none (benchmarks only)", func(c *Config, _ *Output, v string) error {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/b3-storage/b3/internal/blob"
+	"github.com/b3-storage/b3/internal/s3api"
 )
 
 func TestSettingsPrecedence(t *testing.T) {
@@ -89,6 +90,56 @@ func TestRegionsSetting(t *testing.T) {
 		if err != nil || !slices.Equal(cfg.Regions, tc.want) {
 			t.Errorf("%q %v %v: regions %q (%v), want %q", tc.yaml, tc.env, tc.args, cfg.Regions, err, tc.want)
 		}
+	}
+}
+
+// TestNewBucketSettings: --default-object-ownership and
+// --default-block-public-access, from flags, B3_* variables and the YAML
+// file; AWS's defaults without them, a warning with weaker ones, and an
+// ownership that is none of the three refused.
+func TestNewBucketSettings(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "b3.yaml")
+	legacy := s3api.BucketDefaults{ObjectOwnership: "ObjectWriter", NoPublicAccessBlock: true}
+	for _, tc := range []struct {
+		name     string
+		yaml     string
+		env      map[string]string
+		args     []string
+		want     s3api.BucketDefaults
+		warnings int
+		fails    bool
+	}{
+		{"defaults", "", nil, nil, s3api.BucketDefaults{ObjectOwnership: "BucketOwnerEnforced"}, 0, false},
+		{"flags", "", nil, []string{"--default-object-ownership", "ObjectWriter", "--default-block-public-access=false"}, legacy, 2, false},
+		{"file", "default-object-ownership: ObjectWriter\ndefault-block-public-access: false\n", nil, nil, legacy, 2, false},
+		{"env over file", "default-object-ownership: ObjectWriter\n", map[string]string{"B3_DEFAULT_OBJECT_OWNERSHIP": "BucketOwnerPreferred"}, nil,
+			s3api.BucketDefaults{ObjectOwnership: "BucketOwnerPreferred"}, 1, false},
+		{"flag over file", "default-block-public-access: false\n", nil, []string{"--default-block-public-access=true"}, s3api.BucketDefaults{ObjectOwnership: "BucketOwnerEnforced"}, 0, false},
+		{"unknown ownership", "", nil, []string{"--default-object-ownership", "Writer"}, s3api.BucketDefaults{}, 0, true},
+		{"not a bool", "default-block-public-access: maybe\n", nil, nil, s3api.BucketDefaults{}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(file, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			getenv := func(k string) (string, bool) {
+				if k == "B3_CONFIG" {
+					return file, true
+				}
+				v, ok := tc.env[k]
+				return v, ok
+			}
+			cfg, out, err := LoadSettings(tc.args, getenv, &bytes.Buffer{})
+			if tc.fails {
+				if err == nil {
+					t.Fatalf("accepted: %+v", cfg.NewBuckets)
+				}
+				return
+			}
+			if err != nil || cfg.NewBuckets != tc.want || len(out.Warnings) != tc.warnings {
+				t.Fatalf("%+v, %d warnings %q, %v; want %+v, %d warnings", cfg.NewBuckets, len(out.Warnings), out.Warnings, err, tc.want, tc.warnings)
+			}
+		})
 	}
 }
 

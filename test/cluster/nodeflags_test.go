@@ -32,11 +32,14 @@ import (
 // cache-size is the configured size `b3 admin settings` shows and `b3
 // admin cache set` changes on every node (no 501), the leader's cache
 // serves repeated reads; its bucket-metrics give per-bucket gauges on
-// every node, counted in the node's own store.
+// every node, counted in the node's own store; its legacy-compatible
+// new-bucket defaults are in the bucket record the leader builds, so every
+// replica holds them: the next leader answers the same.
 func TestNodeServerFlags(t *testing.T) {
 	root := t.TempDir()
 	conf := filepath.Join(root, "node.yaml")
-	if err := os.WriteFile(conf, []byte("cache-size: 8MiB\nregions: [eu-west-1]\nvacuum-threshold: 0.3\nbucket-metrics: 10\nbucket-metrics-interval: 10s\n"), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte("cache-size: 8MiB\nregions: [eu-west-1]\nvacuum-threshold: 0.3\nbucket-metrics: 10\nbucket-metrics-interval: 10s\n"+
+		"default-object-ownership: ObjectWriter\ndefault-block-public-access: false\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dir := func(i int, kind string) string { return filepath.Join(root, fmt.Sprintf("n%d-%s", i+1, kind)) }
@@ -54,6 +57,12 @@ func TestNodeServerFlags(t *testing.T) {
 	if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("photos"),
 		CreateBucketConfiguration: &types.CreateBucketConfiguration{LocationConstraint: "eu-west-1"}}); err != nil {
 		t.Fatalf("a LocationConstraint of the file's regions: %v", err)
+	}
+	for i, n := range c.Nodes {
+		loc, err := c.Client(i, 10*time.Second).GetBucketLocation(ctx, &s3.GetBucketLocationInput{Bucket: aws.String("photos")})
+		if err != nil || loc.LocationConstraint != "eu-west-1" {
+			t.Fatalf("GetBucketLocation through %s: %q, %v; want eu-west-1", n.ID, loc.LocationConstraint, err)
+		}
 	}
 	if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("other"),
 		CreateBucketConfiguration: &types.CreateBucketConfiguration{LocationConstraint: "ap-south-1"}}); testutil.APICode(err) != "InvalidLocationConstraint" {
@@ -184,4 +193,26 @@ func TestNodeServerFlags(t *testing.T) {
 			}
 		}
 	}
+
+	// The new-bucket defaults of the file, in photos' replicated record:
+	// the leader's successor answers them from its own store.
+	checkLegacy := func(i int) {
+		t.Helper()
+		nc := c.Client(i, 10*time.Second)
+		oc, err := nc.GetBucketOwnershipControls(ctx, &s3.GetBucketOwnershipControlsInput{Bucket: aws.String("photos")})
+		if err != nil || oc.OwnershipControls.Rules[0].ObjectOwnership != types.ObjectOwnershipObjectWriter {
+			t.Fatalf("photos' ownership through %s: %+v, %v; want ObjectWriter", c.Nodes[i].ID, oc, err)
+		}
+		_, err = nc.GetPublicAccessBlock(ctx, &s3.GetPublicAccessBlockInput{Bucket: aws.String("photos")})
+		if code := testutil.APICode(err); code != "NoSuchPublicAccessBlockConfiguration" {
+			t.Fatalf("photos' public access block through %s: %q (%v), want none", c.Nodes[i].ID, code, err)
+		}
+	}
+	checkLegacy(l)
+	c.Kill(l)
+	next, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLegacy(next)
 }

@@ -83,6 +83,50 @@ func TestFetchRefusesWrongBytes(t *testing.T) {
 	}
 }
 
+// TestPushedBytesChecked: bytes the leader pushes are taken by the apply
+// only if they are those the command names, as fetched bytes are: a
+// flipped bit in a push of the right size is refused (the apply then
+// fetches them), the right bytes are taken.
+func TestPushedBytesChecked(t *testing.T) {
+	store := newReplica(t).store
+	if _, err := store.CreateBucket(&meta.Bucket{Name: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{store: store, stages: newStages(), closing: context.Background(), log: slog.Default()}
+	body := bytes.Repeat([]byte("fedcba9876543210"), 64<<10/16)
+	sum := md5.Sum(body)
+	etag := hex.EncodeToString(sum[:])
+	flipped := bytes.Clone(body)
+	flipped[40000] ^= 0x01
+	for i, tc := range []struct {
+		name   string
+		push   []byte
+		etag   string
+		wantOK bool
+	}{
+		{"the right bytes", body, etag, true},
+		{"a flipped bit", flipped, etag, false},
+		{"multipart ETag: the size alone", flipped, etag + "-2", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ref := bytesRef{Stage: uint64(100 + i), Bucket: "b", Key: "k", Version: 3, Index: 10, want: wantBody(int64(len(body)), tc.etag)}
+			req := httptest.NewRequest(http.MethodPut, "/_b3/v1/stage?"+refQuery(ref).Encode(), bytes.NewReader(tc.push))
+			rec := httptest.NewRecorder()
+			n.handleStage(rec, req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("push: %d %s", rec.Code, rec.Body)
+			}
+			st := n.takePushed(ref)
+			if (st != nil) != tc.wantOK {
+				t.Fatalf("taken: %v, want %v", st != nil, tc.wantOK)
+			}
+			if st != nil {
+				st.Discard()
+			}
+		})
+	}
+}
+
 // TestLocalFaultIsNotThePeers: a peer's bytes that this node cannot
 // write (its disk within the reserve) are this node's fault, reported as
 // such: the peer holds them.

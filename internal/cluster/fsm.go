@@ -327,20 +327,32 @@ func (f *fsm) complete(c *command, index uint64) (*meta.Object, error) {
 // same record every node installs, so that the commands up to the one
 // that removes it apply to the same state everywhere.
 func (f *fsm) bytes(c *command, ref bytesRef) (*objstore.Staged, error) {
-	if st := f.node.stages.take(f.node.closing, ref.Stage, pushWait); st != nil {
-		// Pushed by the leader as it wrote them: their size is checked
-		// here (fetched bytes are checked in full, fetchFrom).
-		err := ref.want.verify(st.Size, nil)
-		if err == nil {
-			return st, nil
-		}
-		st.Discard()
-		f.log.Warn("refused pushed bytes; fetching them", "index", ref.Index, "bucket", ref.Bucket, "key", ref.Key, "err", err)
+	if st := f.node.takePushed(ref); st != nil {
+		return st, nil
 	}
 	if st := f.node.stages.takeFound(f.node.closing, c, ref); st != nil {
 		return st, nil
 	}
 	return f.fetchApplying(c, ref)
+}
+
+// takePushed returns the bytes staged here under ref.Stage if they are
+// those ref names, else nil: pushed by the leader as it wrote them (their
+// MD5 sum taken as they arrived, handleStage), or the leader's own
+// (written as it computed the ETag), checked as fetched bytes are
+// (fetchFrom). Bytes refused are discarded; the caller fetches them.
+func (n *Node) takePushed(ref bytesRef) *objstore.Staged {
+	st := n.stages.take(n.closing, ref.Stage, pushWait)
+	if st == nil {
+		return nil
+	}
+	err := ref.want.verify(st.Size, st.MD5)
+	if err == nil {
+		return st
+	}
+	st.Discard()
+	n.log.Warn("refused pushed bytes; fetching them", "index", ref.Index, "bucket", ref.Bucket, "key", ref.Key, "err", err)
+	return nil
 }
 
 // pushWait is how long bytes still arriving by push may make no progress

@@ -276,10 +276,16 @@ func (n *Node) handleStage(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	st, err := n.store.Stage(r.Context(), ref.Bucket, ref.Key, ref.Version, countingReader{r.Body, e})
+	// The MD5 sum as the bytes arrive: the apply checks it against the
+	// command's ETag before it references them (fsm.bytes).
+	sum := md5.New()
+	st, err := n.store.Stage(r.Context(), ref.Bucket, ref.Key, ref.Version, io.TeeReader(countingReader{r.Body, e}, sum))
 	if err == nil && r.ContentLength >= 0 && st.Size != r.ContentLength {
 		st.Discard()
 		st, err = nil, fmt.Errorf("stage %d: %d bytes of %d", ref.Stage, st.Size, r.ContentLength)
+	}
+	if err == nil {
+		st.MD5 = sum.Sum(nil)
 	}
 	n.stages.finish(ref.Stage, e, st, err)
 	if err != nil {

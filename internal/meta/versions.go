@@ -3,6 +3,7 @@ package meta
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -26,8 +27,15 @@ import (
 // records.
 //
 // Invariant (kept by objstore): the "o" record, when present, is the key's
-// newest version and is never a delete marker; when it is absent the
-// newest "v" record, if any, is a delete marker (the key's latest version).
+// latest version — the one installed last — and is never a delete marker;
+// when it is absent the newest "v" record, if any, is a delete marker (the
+// key's latest version). Its version is usually the key's largest, but not
+// always: a version is allocated before the bytes are written and the
+// record installed after, so of two writes to one key that overlap in time
+// the later installed may carry the smaller number (and a completed
+// multipart upload carries the number of its creation). The "v" table
+// orders the noncurrent versions by number; listings put the current
+// record first whatever its number.
 
 // versionPrefix is the common prefix of every version key of bucket.
 func versionPrefix(bucket string) []byte {
@@ -264,9 +272,18 @@ func (db *DB) ListVersions(bucket string, o VersionListOptions) (*VersionListRes
 			vstart = maxKey(vstart, successor(versionKeyPrefix(bucket, o.KeyMarker)))
 		} else {
 			ostart = maxKey(ostart, append(bytes.Clone(obase), o.KeyMarker...))
-			// Versions of the marker's key older than the marker: inverted
-			// versions above the marker's.
-			vstart = maxKey(vstart, binary.BigEndian.AppendUint64(versionKeyPrefix(bucket, o.KeyMarker), ^o.VersionMarker+1))
+			// Versions of the marker's key listed after the marker: those
+			// older than it (inverted versions above the marker's) or, when
+			// the marker is the current record, all of the key's others: a
+			// current record may be numbered below a noncurrent one (see
+			// the invariant above).
+			after := binary.BigEndian.AppendUint64(versionKeyPrefix(bucket, o.KeyMarker), ^o.VersionMarker+1)
+			if cur, err := getObject(snap, bucket, o.KeyMarker); err == nil && cur.Version == o.VersionMarker {
+				after = versionKeyPrefix(bucket, o.KeyMarker)
+			} else if err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+			vstart = maxKey(vstart, after)
 		}
 	}
 	if err := cur[0].load(cur[0].it.SeekGE(ostart)); err != nil {

@@ -44,6 +44,9 @@ import (
 type Staged struct {
 	Extents []meta.Extent
 	Size    int64
+	// MD5 is the bytes' MD5 sum where the stager computed it as they
+	// arrived (a replica's staging of pushed bytes), else nil.
+	MD5 []byte
 
 	store   *Store
 	write   uint64

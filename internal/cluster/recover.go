@@ -138,6 +138,28 @@ func (n *Node) releaseFound() {
 		}
 		n.stages.closeFound(found)
 		n.log.Info("caught up after the unclean end: the segments it left go back to vacuum", "applied", n.fsm.applied.Load())
+		n.vacuumNow("caught up after an unclean end")
 		return
+	}
+}
+
+// vacuumNow starts a vacuum pass at once, if vacuum runs by itself
+// (--vacuum-interval): a node that caught up after an unclean end holds
+// the bytes its crash left unreferenced and those it fetched again, and
+// one that crashes more often than the interval would otherwise never
+// reclaim them and fill its disk.
+func (n *Node) vacuumNow(why string) {
+	if n.cfg.VacuumInterval <= 0 {
+		return
+	}
+	err := n.store.VacuumInBackground(n.closing, 0, func(res objstore.VacuumResult, err error) {
+		if err != nil && n.closing.Err() == nil {
+			n.log.Warn("vacuum pass ("+why+")", "err", err)
+			return
+		}
+		n.log.Info("vacuum pass ("+why+")", "segments_removed", res.SegmentsRemoved, "bytes_reclaimed", res.BytesReclaimed)
+	})
+	if err != nil && !errors.Is(err, objstore.ErrVacuumInProgress) {
+		n.log.Warn("vacuum pass ("+why+")", "err", err)
 	}
 }

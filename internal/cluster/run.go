@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -45,6 +46,16 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	if err := cfg.Limits.Validate(); err != nil {
 		return err
+	}
+	// A second process on a data directory in use is told so first
+	// (rather than that its ports are taken, as they will be): the lock is
+	// tried and let go, then taken for good by open.
+	if _, err := os.Stat(cfg.Root); err == nil {
+		unlock, err := server.LockDataDir(cfg.Root)
+		if err != nil {
+			return err
+		}
+		unlock()
 	}
 	// Every port is bound before the data directory is touched: a node
 	// that cannot serve (a port in use) leaves no bootstrapped directory

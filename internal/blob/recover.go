@@ -1,7 +1,6 @@
 package blob
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -28,8 +27,9 @@ func (s *Store) Failure() error { return s.failed() }
 // Recover clears a failure that a full file system caused (IsNoSpace), so
 // the store accepts writes again without a restart: it cuts the active
 // segment back to the last position every waiter was told is durable,
-// syncs that, and goes on appending there (or, when the segment was sealed
-// and the next one could not be created, creates it now). It returns nil
+// syncs that, seals it there, and goes on in a new segment (when the
+// segment was sealed and the next one could not be created, it only
+// creates that one now). It returns nil
 // when the store is healthy afterwards, the failure itself when that is
 // not a full disk, or the error of the attempt (space is still short).
 //
@@ -79,10 +79,11 @@ func (s *Store) Recover() error {
 		next *segWriter
 		err  error
 	)
-	if sealed {
+	if !sealed {
+		err = s.cutAndSeal(w, synced)
+	}
+	if err == nil {
 		next, err = s.createSegment(w.id + 1)
-	} else {
-		next, err = s.reopenCut(w, synced)
 	}
 	if err != nil {
 		g.fail(s.failed()) // the old epoch's waiters: no sync round of theirs will
@@ -94,10 +95,11 @@ func (s *Store) Recover() error {
 	return nil
 }
 
-// reopenCut closes the active segment's writer w, cuts its file back to
-// the durable position and returns a writer appending there. Caller holds
-// s.mu.
-func (s *Store) reopenCut(w *segWriter, synced position) (*segWriter, error) {
+// cutAndSeal closes the active segment's writer w, cuts its file back to
+// the durable position and seals it there: the next records go to a new
+// segment, so no offset past the cut is ever used again, and an extent
+// there is known gone (Surviving). Caller holds s.mu.
+func (s *Store) cutAndSeal(w *segWriter, synced position) error {
 	if !w.sealed {
 		w.sealed = true
 		_ = w.stopFlusher() // its error is the failure being recovered from, or a later one
@@ -117,30 +119,63 @@ func (s *Store) reopenCut(w *segWriter, synced position) (*segWriter, error) {
 	}
 	f, err := s.fs.OpenReadWrite(s.segmentPath(w.id))
 	if err != nil {
-		return nil, fmt.Errorf("blob: reopen segment %016x: %w", w.id, err)
+		return fmt.Errorf("blob: reopen segment %016x: %w", w.id, err)
 	}
+	defer f.Close()
 	if err := f.Truncate(end); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("blob: cut segment %016x to %d: %w", w.id, end, err)
+		return fmt.Errorf("blob: cut segment %016x to %d: %w", w.id, end, err)
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("blob: sync segment %016x: %w", w.id, err)
+		return fmt.Errorf("blob: sync segment %016x: %w", w.id, err)
 	}
-	prefix := make([]byte, end-alignDown(end))
-	if len(prefix) > 0 {
-		if err := s.readAt(context.Background(), f, w.id, prefix, alignDown(end)); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	next := newSegWriter(w.id, f, false, s.pool, s.opts.FlushQueue, end, prefix, s.setFailed)
 	s.segMu.Lock()
 	if seg := s.segments[w.id]; seg != nil {
-		seg.writer = next
+		seg.writer, seg.size = nil, end
 	}
 	s.segMu.Unlock()
-	return next, nil
+	s.cutMu.Lock()
+	if s.cuts == nil {
+		s.cuts = map[uint64]int64{}
+	}
+	s.cuts[w.id] = end
+	s.cutMu.Unlock()
+	return nil
+}
+
+// Surviving returns the parts of exts, the extents of a write that failed,
+// that hold bytes now or will after any recovery: not those past the
+// durable position while the store is failed (Recover cuts them, or a
+// restart's recovery may), nor those past where Recover cut a segment.
+// The caller counts only these dead; what a restart keeps of the others
+// the audit after that unclean end counts.
+func (s *Store) Surviving(exts []Extent) []Extent {
+	failed := s.failed() != nil
+	synced := s.commit.syncedPos()
+	s.cutMu.Lock()
+	defer s.cutMu.Unlock()
+	out := make([]Extent, 0, len(exts))
+	for _, e := range exts {
+		end := e.Offset + e.Length
+		if cut, ok := s.cuts[e.Segment]; ok {
+			end = min(end, cut)
+		}
+		if failed {
+			switch {
+			case e.Segment > synced.segment:
+				end = e.Offset
+			case e.Segment == synced.segment:
+				end = min(end, synced.offset)
+			}
+		}
+		if end > e.Offset {
+			if end < e.Offset+e.Length {
+				e.Size -= min(e.Size, e.Offset+e.Length-end)
+				e.Length = end - e.Offset
+			}
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // restart forgets a failure and sets the durable position back to synced

@@ -96,6 +96,9 @@ type Store struct {
 	failure atomic.Pointer[error] // first write/fsync error: the store stops accepting writes
 	epoch   atomic.Uint64         // Recovers so far: a write spanning one fails (sameEpoch)
 
+	cutMu sync.Mutex
+	cuts  map[uint64]int64 // segment -> where Recover cut and sealed it (Surviving)
+
 	stateMu   sync.Mutex
 	closed    bool
 	inflight  sync.WaitGroup

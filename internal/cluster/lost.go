@@ -442,6 +442,9 @@ func (n *Node) proposeLost(req lostRequest) (admin.ClusterLost, error) {
 		return admin.ClusterLost{}, errRefused{fmt.Sprintf("leader %s waits for bytes a member holds: its own disk could not write them (%v). Nothing is lost: free space on %s (or replace its disk); it steps down meanwhile",
 			n.cfg.ID, lf.err, n.cfg.ID)}
 	}
+	if n.foundMayHold(m.ref) {
+		return admin.ClusterLost{}, errRefused{fmt.Sprintf("leader %s may hold the bytes itself: it is looking through the segments its unclean end left (or found a run of them its apply takes next). Nothing is declared while it may; look again once its scan has ended (b3 admin cluster status)", n.cfg.ID)}
+	}
 	if err := n.othersLack(m.ref, req.Gone); err != nil {
 		return admin.ClusterLost{}, err
 	}
@@ -501,7 +504,8 @@ func (n *Node) othersLack(ref bytesRef, gone []string) error {
 }
 
 // peerHolds asks peer whether it holds the bytes of ref (a HEAD of the
-// fetch: 200 holds; 404 not yet, or hollow; 410 gone, superseded).
+// fetch: 200 holds; 409 may hold them, among those its unclean end left;
+// 404 not yet, or hollow; 410 gone, superseded).
 func (n *Node) peerHolds(ctx context.Context, peer string, ref bytesRef) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, "http://"+peer+"/_b3/v1/bytes?"+refQuery(ref).Encode(), nil)
 	if err != nil {
@@ -513,7 +517,7 @@ func (n *Node) peerHolds(ctx context.Context, peer string, ref bytesRef) (bool, 
 	}
 	resp.Body.Close()
 	switch resp.StatusCode {
-	case http.StatusOK:
+	case http.StatusOK, http.StatusConflict: // 409: may hold them (errScanning)
 		return true, nil
 	case http.StatusNotFound, http.StatusGone:
 		return false, nil

@@ -5,9 +5,13 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,18 +34,6 @@ import (
 // command takes go to the audit after stageTTL.
 func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	ctx := context.Background()
-	mem := vfs.NewCrashableMem()
-	options := func(fs pvfs.FS) objstore.Options {
-		return objstore.Options{MetaDir: "/meta", DataDir: "/data", FS: vfs.Pebble(fs), MetaFS: fs,
-			SegmentSize: 64 << 10, ChunkSize: 4 << 10, Logger: slog.Default()}
-	}
-	s, err := objstore.Open(options(mem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ApplyPutBucket(&meta.Bucket{Name: "b", Created: t0}, true, 1); err != nil {
-		t.Fatal(err)
-	}
 	bodies := map[string][]byte{
 		"a":  bytes.Repeat([]byte("a-bytes."), 100<<10/8), // its put is in the log at the crash
 		"b":  bytes.Repeat([]byte("b-bytes."), 30<<10/8),  // its put reaches the log after
@@ -52,13 +44,13 @@ func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	const upload = 1<<32 | 9
 	versions := map[string]uint64{"a": 1<<32 | 5, "b": 1<<32 | 6, "c": 1<<32 | 7, "p1": upload, "p2": upload}
 	keys := map[string]string{"a": "a", "b": "b", "c": "c", "p1": "u", "p2": "u"}
-	for _, k := range []string{"a", "b", "c", "p1", "p2"} {
-		if _, err := s.Stage(ctx, "b", keys[k], versions[k], bytes.NewReader(bodies[k])); err != nil {
-			t.Fatal(err)
+	s := crashAfterStaging(t, func(s *objstore.Store) {
+		for _, k := range []string{"a", "b", "c", "p1", "p2"} {
+			if _, err := s.Stage(ctx, "b", keys[k], versions[k], bytes.NewReader(bodies[k])); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	crashed := mem.CrashClone(pvfs.CrashCloneCfg{})
-	_ = s.Close()
+	})
 
 	etag := func(k string) string { sum := md5.Sum(bodies[k]); return hex.EncodeToString(sum[:]) }
 	put := func(index uint64, k string) *raft.Log {
@@ -83,11 +75,6 @@ func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s, err = objstore.Open(options(crashed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	applied, err := s.Applied()
 	if err != nil || applied > 1 {
 		t.Fatalf("applied %d, %v", applied, err)
@@ -163,10 +150,17 @@ func TestStagedBytesFoundAfterCrash(t *testing.T) {
 	if err != nil || !bytes.Equal(got, bodies["p2"]) {
 		t.Fatalf("part 2 after the apply: %v, %q...", err, got[:min(len(got), 16)])
 	}
-	// After stageTTL the scan's runs go: the next audit counts what no
-	// command took (c and part 1) dead, and nothing installed.
+	// stageTTL after the scan's end the runs go, unless the apply waits
+	// for bytes: the next audit counts what no command took (c and part
+	// 1) dead, and nothing installed.
 	deadBefore := s.VacuumStatus().DeadBytes
-	n.stages.expire(time.Now().Add(stageTTL + time.Minute))
+	now := time.Now()
+	n.stages.expire(now, false) // sees the scan ended
+	n.stages.expire(now.Add(stageTTL+time.Minute), true)
+	if n.stages.found == nil {
+		t.Fatal("the scan's runs went while the apply waits for bytes")
+	}
+	n.stages.expire(now.Add(stageTTL+time.Minute), false)
 	if n.stages.found != nil {
 		t.Fatal("the scan's runs outlived stageTTL")
 	}
@@ -191,4 +185,82 @@ func readObject(ctx context.Context, s *objstore.Store, key string) ([]byte, err
 	}
 	defer r.Close()
 	return io.ReadAll(r)
+}
+
+// TestFoundBytesAreNotLacked: bytes an unclean end left in this node's
+// segments, found by its scan and not yet taken by an apply, are bytes it
+// may hold: asked by a peer, it answers 409 (not 404, "lacks"), and as the
+// leader it refuses to declare them lost. Once an apply took them, they
+// are an ordinary record's (and 404 before that apply, for others).
+func TestFoundBytesAreNotLacked(t *testing.T) {
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("found..."), 40<<10/8)
+	const version = 1<<32 | 5
+	s := crashAfterStaging(t, func(s *objstore.Store) {
+		if _, err := s.Stage(ctx, "b", "k", version, bytes.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	n := &Node{cfg: Config{ID: "n1"}, store: s, stages: newStages(), closing: ctx, log: slog.Default(), fsm: &fsm{}}
+	found := scanStaged(ctx, s, slog.Default())
+	if found == nil {
+		t.Fatal("nothing to scan after the crash")
+	}
+	if err := found.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n.stages.adopt(found)
+
+	sum := md5.Sum(body)
+	ref := bytesRef{Stage: 42, Bucket: "b", Key: "k", Version: version, Index: 7, want: wantBody(int64(len(body)), hex.EncodeToString(sum[:]))}
+	ask := func() int {
+		rec := httptest.NewRecorder()
+		n.handleBytes(rec, httptest.NewRequest(http.MethodHead, "/_b3/v1/bytes?"+refQuery(ref).Encode(), nil))
+		return rec.Code
+	}
+	if code := ask(); code != http.StatusConflict {
+		t.Fatalf("asked for bytes its scan found: %d, want 409", code)
+	}
+	n.fsm.waiting.Store(&missing{ref: ref, op: opPutObject, since: time.Now().Add(-time.Hour)})
+	_, err := n.proposeLost(lostRequest{Index: ref.Index, Bucket: ref.Bucket, Key: ref.Key, Version: ref.Version})
+	var refused errRefused
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "may hold the bytes itself") {
+		t.Fatalf("declare-lost of bytes its own scan found: %v, want refused", err)
+	}
+
+	st := n.stages.takeFound(ctx, &command{Op: opPutObject, Object: &meta.Object{Bucket: "b", Key: "k", Version: version, Size: int64(len(body)), ETag: hex.EncodeToString(sum[:])}}, ref)
+	if st == nil {
+		t.Fatal("the apply did not take the found bytes")
+	}
+	defer st.Discard()
+	if code := ask(); code != http.StatusNotFound {
+		t.Fatalf("asked once the apply took them (not yet installed): %d, want 404", code)
+	}
+}
+
+// crashAfterStaging opens a store on a crashable in-memory disk, creates
+// bucket b in it (applied at log index 1), lets stage write, crashes the
+// disk (what was synced stays) and reopens the store on what is left.
+func crashAfterStaging(t *testing.T, stage func(*objstore.Store)) *objstore.Store {
+	t.Helper()
+	mem := vfs.NewCrashableMem()
+	options := func(fs pvfs.FS) objstore.Options {
+		return objstore.Options{MetaDir: "/meta", DataDir: "/data", FS: vfs.Pebble(fs), MetaFS: fs,
+			SegmentSize: 64 << 10, ChunkSize: 4 << 10, Logger: slog.Default()}
+	}
+	s, err := objstore.Open(options(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApplyPutBucket(&meta.Bucket{Name: "b", Created: t0}, true, 1); err != nil {
+		t.Fatal(err)
+	}
+	stage(s)
+	crashed := mem.CrashClone(pvfs.CrashCloneCfg{})
+	_ = s.Close()
+	if s, err = objstore.Open(options(crashed)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

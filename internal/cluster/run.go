@@ -260,7 +260,7 @@ func (n *Node) expireStages() {
 		case <-n.closing.Done():
 			return
 		case now := <-t.C:
-			n.stages.expire(now)
+			n.stages.expire(now, n.fsm.waiting.Load() != nil)
 		}
 	}
 }

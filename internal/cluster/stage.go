@@ -31,8 +31,8 @@ type stages struct {
 
 	// found holds the runs of records an unclean end left (recover.go),
 	// from start until stageTTL later.
-	found   *objstore.Found
-	foundAt time.Time
+	found     *objstore.Found
+	foundDone time.Time // when the expiry first saw found's scan ended
 }
 
 type stageEntry struct {
@@ -150,7 +150,7 @@ func (s *stages) adopt(f *objstore.Found) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.found, s.foundAt = f, time.Now()
+	s.found, s.foundDone = f, time.Time{}
 }
 
 // foundNow returns what the scan at start found, if it is still kept.
@@ -172,12 +172,23 @@ func (s *stages) closeFound(found *objstore.Found) {
 	found.Close()
 }
 
-// expire discards what no command claimed in time.
-func (s *stages) expire(now time.Time) {
+// expire discards what no command claimed in time. applyWaits keeps
+// what the scan after an unclean end found, whatever its age: the apply
+// waits for bytes, which may be among them (a command it has not reached
+// yet may need others).
+func (s *stages) expire(now time.Time, applyWaits bool) {
 	s.mu.Lock()
 	var found *objstore.Found
-	if s.found != nil && now.Sub(s.foundAt) > stageTTL {
-		found, s.found = s.found, nil
+	// Counted from the scan's end, not its start: runs a long scan found
+	// are kept stageTTL for the commands that need them, whose applies
+	// take them as soon as it ends.
+	if s.found != nil && s.found.Done() {
+		if s.foundDone.IsZero() {
+			s.foundDone = now
+		}
+		if now.Sub(s.foundDone) > stageTTL && !applyWaits {
+			found, s.found = s.found, nil
+		}
 	}
 	var old []*stageEntry
 	for id, e := range s.m {
@@ -349,9 +360,15 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body == nil {
-		if n.fsm.applied.Load() >= ref.Index && !hollow {
+		switch {
+		case n.fsm.applied.Load() >= ref.Index && !hollow:
 			http.Error(w, "gone", http.StatusGone)
-		} else {
+		case n.foundMayHold(ref):
+			// Not "lacks": the bytes may be among those an unclean end
+			// left here, which this node's own apply takes (and then
+			// serves) once its scan has ended.
+			http.Error(w, errScanning.Error(), http.StatusConflict)
+		default:
 			http.Error(w, "not yet", http.StatusNotFound)
 		}
 		return
@@ -365,6 +382,17 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 // errGone says every peer that got past a command no longer holds its
 // bytes: a later command replaced them.
 var errGone = errors.New("cluster: bytes superseded")
+
+// errScanning: the peer may hold the bytes among those its unclean end
+// left (objstore.Found), still being scanned or not yet taken.
+var errScanning = errors.New("may hold them: they may be among the bytes its unclean end left, which it is looking through")
+
+// foundMayHold reports whether the scan after this node's unclean end may
+// hold the bytes of ref (objstore.Found.MayHold).
+func (n *Node) foundMayHold(ref bytesRef) bool {
+	found := n.stages.foundNow()
+	return found != nil && found.MayHold(objstore.StagedID{Bucket: ref.Bucket, Key: ref.Key, Version: ref.Version})
+}
 
 // errNotYet: the peer has not applied the command, or holds its record
 // without the bytes (restored hollow, or declared lost and not yet removed).
@@ -447,6 +475,8 @@ func (n *Node) fetchFrom(ctx context.Context, peer string, ref bytesRef, e *stag
 		return nil, errGone
 	case http.StatusNotFound:
 		return nil, fmt.Errorf("peer %s: %w", peer, errNotYet)
+	case http.StatusConflict:
+		return nil, fmt.Errorf("peer %s: %w", peer, errScanning)
 	default:
 		return nil, fmt.Errorf("peer %s: %s", peer, resp.Status)
 	}

@@ -66,11 +66,11 @@ func TestStages(t *testing.T) {
 	if s.peek(3) == nil {
 		t.Fatal("peek: staged bytes not served")
 	}
-	s.expire(time.Now())
+	s.expire(time.Now(), false)
 	if s.peek(3) == nil {
 		t.Fatal("fresh bytes expired")
 	}
-	s.expire(time.Now().Add(stageTTL + time.Second))
+	s.expire(time.Now().Add(stageTTL+time.Second), false)
 	if s.peek(3) != nil {
 		t.Fatal("bytes older than the TTL were kept")
 	}

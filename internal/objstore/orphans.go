@@ -203,8 +203,12 @@ func (s *Store) closeOrphanBooks() error {
 		return nil
 	}
 	s.orphans.closed = true
-	if !s.inflight.empty() {
-		return nil // the floor persisted stays; the next Open audits
+	if !s.inflight.empty() || s.blob.Failure() != nil {
+		// The floor persisted stays; the next Open audits. After a
+		// failure, discard counted only the bytes that stay
+		// (blob.Store.Surviving): what the restart's recovery keeps of
+		// the rest is the audit's to count.
+		return nil
 	}
 	return s.putEngineState(meta.EngineState{Clean: true, OrphanFloor: s.orphanFloor()})
 }

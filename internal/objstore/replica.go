@@ -420,6 +420,27 @@ func (f *Found) Runs() int {
 	return n
 }
 
+// MayHold reports whether f may hold bytes of id: its scan has not ended
+// (it may yet find them), or it found a run of that owner that no record
+// references and no Take handed out. A node whose Found may hold bytes
+// must not tell a peer it lacks them (cluster's declare-lost).
+func (f *Found) MayHold(id StagedID) bool {
+	if !f.Done() {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	for _, rn := range f.runs[ownerID{string(ownerKey(id.Bucket, id.Key)), id.Version}] {
+		if !anyUsed(f.used, rn) {
+			return true
+		}
+	}
+	return false
+}
+
 // Take returns the bytes of id, size bytes long, whose MD5 sum is md5sum,
 // or nil if f holds none (or its scan has not ended): a run of the owner
 // of exactly that length, none of whose records is referenced or handed

@@ -286,6 +286,11 @@ func (s *Store) discard(exts []blob.Extent) {
 	if len(exts) == 0 {
 		return
 	}
+	// Only bytes that stay: a full disk's recovery cuts the rest
+	// (blob.Store.Surviving).
+	if exts = s.blob.Surviving(exts); len(exts) == 0 {
+		return
+	}
 	b := s.meta.NewBatch()
 	defer b.Close()
 	counts := map[uint64]int64{}

@@ -154,16 +154,23 @@ func (s *Store) vacuumCandidates(threshold float64) []blob.SegmentInfo {
 	floor := s.inflight.floor(s.activeSegment)
 	s.deadMu.Lock()
 	defer s.deadMu.Unlock()
+	// An empty sealed segment (a full disk's recovery cut one back to
+	// nothing and went on in the next) is all dead.
+	ratio := func(seg blob.SegmentInfo) float64 {
+		if seg.Size == 0 {
+			return 1
+		}
+		return float64(s.dead[seg.ID]) / float64(seg.Size)
+	}
 	var out []blob.SegmentInfo
 	for _, seg := range s.blob.Segments() {
-		if seg.Active || seg.ID >= floor || seg.Size == 0 {
+		if seg.Active || seg.ID >= floor {
 			continue
 		}
-		if float64(s.dead[seg.ID])/float64(seg.Size) >= threshold {
+		if ratio(seg) >= threshold {
 			out = append(out, seg)
 		}
 	}
-	ratio := func(seg blob.SegmentInfo) float64 { return float64(s.dead[seg.ID]) / float64(seg.Size) }
 	sort.SliceStable(out, func(i, j int) bool { return ratio(out[i]) > ratio(out[j]) })
 	return out
 }

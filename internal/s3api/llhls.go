@@ -176,6 +176,9 @@ func (s *Server) writePlaylist(rq *request, obj *meta.Object, data []byte, p *hl
 	return err
 }
 
+// HeldPlaylistRequests is the number of playlist requests held now.
+func (s *Server) HeldPlaylistRequests() int { return s.playlists.Held() }
+
 // wholeSeconds rounds d up to whole seconds, at least one.
 func wholeSeconds(d time.Duration) int64 {
 	return max(1, int64((d+time.Second-1)/time.Second))

@@ -1,13 +1,17 @@
 package hls
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// skipVersion is the EXT-X-VERSION a playlist with EXT-X-SKIP must
-// declare at least.
-const skipVersion = 9
+// The EXT-X-VERSION a playlist with EXT-X-SKIP must declare at least,
+// and one whose EXT-X-SKIP replaces EXT-X-DATERANGE tags.
+const (
+	skipVersion           = 9
+	skipDateRangesVersion = 10
+)
 
 // Delta returns the Playlist Delta Update answering _HLS_skip=YES, and
 // whether there is one: only a live media playlist whose
@@ -24,7 +28,22 @@ const skipVersion = 9
 // segment, which they apply to as well. An EXT-X-VERSION below 9 is
 // raised to 9 (EXT-X-SKIP needs it). With nothing old enough to skip,
 // the playlist is answered unchanged.
-func (p *Playlist) Delta() ([]byte, bool) {
+func (p *Playlist) Delta() ([]byte, bool) { return p.delta(nil, nil, false) }
+
+// DeltaDateRanges is the delta update answering _HLS_skip=v2 (with
+// History.DateRanges): as Delta, and also without the EXT-X-DATERANGE
+// tags whose IDs are in old, anywhere in the playlist; the EXT-X-SKIP tag
+// lists removed in RECENTLY-REMOVED-DATERANGES (possibly empty), and
+// EXT-X-VERSION is at least 10. A playlist without CAN-SKIP-DATERANGES
+// gets Delta's answer.
+func (p *Playlist) DeltaDateRanges(old map[string]bool, removed []string) ([]byte, bool) {
+	if !p.CanSkipDateRanges {
+		return p.Delta()
+	}
+	return p.delta(old, removed, true)
+}
+
+func (p *Playlist) delta(old map[string]bool, removed []string, dateRanges bool) ([]byte, bool) {
 	if !p.Media || p.Ended || p.CanSkipUntil <= 0 {
 		return nil, false
 	}
@@ -44,11 +63,22 @@ func (p *Playlist) Delta() ([]byte, bool) {
 		return []byte(strings.Join(p.lines, "\n")), true
 	}
 	first, last := p.segments[0].first, p.segments[skipped-1].uri
+	keep := func(lines []string) []string {
+		return slices.DeleteFunc(slices.Clone(lines), func(line string) bool {
+			value, ok := strings.CutPrefix(strings.TrimSpace(line), "#EXT-X-DATERANGE:")
+			return ok && old[attribute(value, "ID")]
+		})
+	}
+	version, skip := skipVersion, "#EXT-X-SKIP:SKIPPED-SEGMENTS="+strconv.Itoa(skipped)
+	if dateRanges {
+		removed = slices.Sorted(slices.Values(removed))
+		version, skip = skipDateRangesVersion, skip+`,RECENTLY-REMOVED-DATERANGES="`+strings.Join(removed, "\t")+`"`
+	}
 	out := make([]string, 0, len(p.lines)-(last-first)+8)
-	out = append(out, withSkipVersion(p.lines[:first])...)
-	out = append(out, "#EXT-X-SKIP:SKIPPED-SEGMENTS="+strconv.Itoa(skipped))
-	out = append(out, inForce(p.lines[first:last+1])...)
-	out = append(out, p.lines[last+1:]...)
+	out = append(out, withVersion(keep(p.lines[:first]), version)...)
+	out = append(out, skip)
+	out = append(out, keep(inForce(p.lines[first:last+1]))...)
+	out = append(out, keep(p.lines[last+1:])...)
 	return []byte(strings.Join(out, "\n")), true
 }
 
@@ -90,20 +120,21 @@ func inForce(skipped []string) []string {
 	return out
 }
 
-// withSkipVersion returns the header lines with EXT-X-VERSION at least
-// skipVersion, adding the tag after #EXTM3U when there is none.
-func withSkipVersion(header []string) []string {
+// withVersion returns the header lines with EXT-X-VERSION at least
+// version, adding the tag after #EXTM3U when there is none.
+func withVersion(header []string, version int) []string {
 	out := append([]string(nil), header...)
+	tag := "#EXT-X-VERSION:" + strconv.Itoa(version)
 	for i, line := range out {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "#EXT-X-VERSION:"); ok {
-			if n, err := strconv.Atoi(v); err != nil || n < skipVersion {
-				out[i] = "#EXT-X-VERSION:" + strconv.Itoa(skipVersion)
+			if n, err := strconv.Atoi(v); err != nil || n < version {
+				out[i] = tag
 			}
 			return out
 		}
 	}
 	if len(out) == 0 {
-		return []string{"#EXT-X-VERSION:" + strconv.Itoa(skipVersion)}
+		return []string{tag}
 	}
-	return append([]string{out[0], "#EXT-X-VERSION:" + strconv.Itoa(skipVersion)}, out[1:]...)
+	return append([]string{out[0], tag}, out[1:]...)
 }

@@ -2,8 +2,9 @@
 // rfc8216bis, section 6.2.5) to serve a stored media playlist as an
 // origin: the client's delivery directives (_HLS_msn, _HLS_part,
 // _HLS_skip), the few facts of a playlist they are decided on (Parse), a
-// Playlist Delta Update (Delta), and a registry of requests held until a
-// playlist write reaches them (Registry).
+// Playlist Delta Update (Delta, DeltaDateRanges), the history of a
+// playlist's date ranges that v2 updates need (History), and a registry
+// of requests held until a playlist write reaches them (Registry).
 //
 // It does no I/O: the S3 layer reads the stored playlist, asks Decide
 // what to do, holds the request on a Waiter, and calls Registry.Wake
@@ -32,5 +33,8 @@
 //   - Delta keeps every line that is not skipped, in order; it skips only
 //     whole segments older than the Skip Boundary, and keeps the
 //     EXT-X-MAP, EXT-X-KEY and EXT-X-BITRATE tags in force for the first
-//     segment it keeps.
+//     segment it keeps. DeltaDateRanges also leaves out the date ranges
+//     History says are older than the Skip Boundary, and History answers
+//     only once it has followed a playlist for its Skip Boundary, so no
+//     removal a client must hear of is missing.
 package hls

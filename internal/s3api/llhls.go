@@ -24,6 +24,9 @@ import (
 //	                                Retry-After after three target
 //	                                durations
 //	GET ?_HLS_skip=YES              a Playlist Delta Update
+//	GET ?_HLS_skip=v2               one that also leaves out old date
+//	                                ranges (hls.History, followed from
+//	                                the writes this server made)
 //
 // Order: the request is authorized as any GET (the directives are query
 // parameters like any other; presigned URLs are covered in s3auth), then
@@ -150,11 +153,18 @@ func (s *Server) writePlaylist(rq *request, obj *meta.Object, data []byte, p *hl
 		return s.objectReadError(rq, obj, err)
 	}
 	body, delta := data, false
-	if d.Skip == hls.SkipSegments {
+	switch {
+	case d.Skip == hls.SkipSegments || d.Skip == hls.SkipDateRanges && !p.CanSkipDateRanges:
 		body, delta = p.Delta()
-		if !delta {
-			body = data
+	case d.Skip == hls.SkipDateRanges:
+		// Without a history that covers the Skip Boundary (this node
+		// has not followed the playlist that long), the whole playlist.
+		if old, removed, ok := s.dateRanges.DateRanges(playlistName(rq.bucket, rq.key), p.CanSkipUntil, s.cfg.Now()); ok {
+			body, delta = p.DeltaDateRanges(old, removed)
 		}
+	}
+	if !delta {
+		body = data
 	}
 	if err := s.writeReadHeaders(rq, obj, byteRange{n: int64(len(body)), size: int64(len(body))}, false); err != nil {
 		return err
@@ -184,13 +194,14 @@ func wholeSeconds(d time.Duration) int64 {
 	return max(1, int64((d+time.Second-1)/time.Second))
 }
 
-// playlistStored wakes the requests waiting for the playlist a write of
-// rq's key just stored, if any wait: it reads back the current version
-// (the write's or a later one, so the last write's read-back sees the
-// last state) and wakes those it reaches.
+// playlistStored follows a write of rq's key in an LL-HLS bucket, or one
+// requests wait for: it reads back the current version (the write's or a
+// later one, so the last write's read-back sees the last state), notes
+// its date ranges (History) and wakes the requests it reaches.
 func (s *Server) playlistStored(rq *request) {
 	name := playlistName(rq.bucket, rq.key)
-	if !isPlaylistKey(rq.key) || !s.playlists.Waiting(name) {
+	origin := rq.bucketRec != nil && rq.bucketRec.LLHLS
+	if !isPlaylistKey(rq.key) || !origin && !s.playlists.Waiting(name) {
 		return
 	}
 	obj, body, err := s.store.OpenObject(uploadContext(rq), rq.bucket, rq.key, wholePlaylist)
@@ -204,5 +215,9 @@ func (s *Server) playlistStored(rq *request) {
 		s.log.Warn("playlist written, not read back", "bucket", rq.bucket, "key", rq.key, "size", obj.Size, "err", err)
 		return
 	}
-	s.playlists.Wake(name, hls.Parse(data))
+	p := hls.Parse(data)
+	if origin {
+		s.dateRanges.Record(name, p, s.cfg.Now())
+	}
+	s.playlists.Wake(name, p)
 }

@@ -337,8 +337,8 @@ func TestLLHLSAuthorization(t *testing.T) {
 }
 
 // TestLLHLSDeltaUpdate: _HLS_skip=YES answers a Playlist Delta Update
-// (checked line by line); v2 is answered with the whole playlist, as is
-// YES in a bucket without the setting.
+// (checked line by line), and so does v2 for a playlist that cannot skip
+// date ranges; a bucket without the setting answers the whole playlist.
 func TestLLHLSDeltaUpdate(t *testing.T) {
 	e := newLLHLSEnv(t)
 	stored := llPlaylist(9, 1) // ten 1 s segments; CAN-SKIP-UNTIL=6
@@ -360,7 +360,7 @@ func TestLLHLSDeltaUpdate(t *testing.T) {
 	}{
 		{"skip", "/live/cam/index.m3u8?_HLS_skip=YES", true, "no-cache"},
 		{"skip while blocking", "/live/cam/index.m3u8?_HLS_msn=9&_HLS_part=0&_HLS_skip=YES", true, "max-age=1"},
-		{"v2: whole playlist", "/live/cam/index.m3u8?_HLS_skip=v2", false, "no-cache"},
+		{"v2 without CAN-SKIP-DATERANGES: as YES", "/live/cam/index.m3u8?_HLS_skip=v2", true, "no-cache"},
 		{"setting off", "/plain/cam/index.m3u8?_HLS_skip=YES", false, "no-cache"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -388,5 +388,82 @@ func TestLLHLSDeltaUpdate(t *testing.T) {
 				t.Errorf("Content-Length %d, body %d", resp.ContentLength, len(expected))
 			}
 		})
+	}
+}
+
+// dateRangePlaylist is a playlist of ten 1 s segments that can skip date
+// ranges (Skip Boundary 6 s), with the EXT-X-DATERANGE tags of ids after
+// segment 1 (a skipped one) and those of recent after segment 8 (kept).
+func dateRangePlaylist(ids, recent []string) string {
+	var b strings.Builder
+	b.WriteString("#EXTM3U\n#EXT-X-VERSION:9\n#EXT-X-TARGETDURATION:1\n" +
+		"#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=6.0,CAN-SKIP-DATERANGES=YES\n#EXT-X-MEDIA-SEQUENCE:0\n")
+	for i := 0; i <= 9; i++ {
+		fmt.Fprintf(&b, "#EXTINF:1.0,\ns%d.ts\n", i)
+		tags := map[int][]string{1: ids, 8: recent}[i]
+		for _, id := range tags {
+			fmt.Fprintf(&b, "#EXT-X-DATERANGE:ID=\"%s\",START-DATE=\"2026-11-28T18:00:00Z\"\n", id)
+		}
+	}
+	return b.String()
+}
+
+// TestLLHLSDeltaDateRanges: _HLS_skip=v2 leaves out the date ranges added
+// more than the Skip Boundary ago and lists those removed within it,
+// from the writes the server saw; before its history covers the Skip
+// Boundary it answers the whole playlist. The server's clock is moved,
+// not waited for.
+func TestLLHLSDeltaDateRanges(t *testing.T) {
+	e := newLLHLSEnv(t)
+	const path = "/live/cam/index.m3u8"
+	get := func() string {
+		t.Helper()
+		resp, body := e.do(anonymousGet(t, e.ts.URL+path+"?_HLS_skip=v2"))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		return body
+	}
+	first := dateRangePlaylist([]string{"gone", "old"}, nil)
+	e.putPlaylist(path, []byte(first))
+	if got := get(); got != first {
+		t.Fatalf("v2 before the history covers the Skip Boundary: %q", got)
+	}
+	e.offset.Add(int64(7 * time.Second))
+	second := dateRangePlaylist([]string{"old"}, []string{"new"})
+	e.putPlaylist(path, []byte(second))
+	skipped := func(removed string, kept ...string) string {
+		var b strings.Builder
+		b.WriteString("#EXTM3U\n#EXT-X-VERSION:10\n#EXT-X-TARGETDURATION:1\n" +
+			"#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=6.0,CAN-SKIP-DATERANGES=YES\n#EXT-X-MEDIA-SEQUENCE:0\n" +
+			"#EXT-X-SKIP:SKIPPED-SEGMENTS=3,RECENTLY-REMOVED-DATERANGES=\"" + removed + "\"\n")
+		for i := 3; i <= 9; i++ {
+			fmt.Fprintf(&b, "#EXTINF:1.0,\ns%d.ts\n", i)
+			if i == 8 {
+				for _, id := range kept {
+					fmt.Fprintf(&b, "#EXT-X-DATERANGE:ID=\"%s\",START-DATE=\"2026-11-28T18:00:00Z\"\n", id)
+				}
+			}
+		}
+		return b.String()
+	}
+	for _, step := range []struct {
+		name    string
+		advance time.Duration
+		want    string
+	}{
+		// "old" was added 7 s ago: left out; "gone" left just now:
+		// listed; "new" was just added: kept.
+		{"after the second write", 0, skipped("gone", "new")},
+		// 7 s later: "gone" left more than 6 s ago, "new" is old too.
+		{"later", 7 * time.Second, skipped("")},
+	} {
+		e.offset.Add(int64(step.advance))
+		got, want := strings.Split(get(), "\n"), strings.Split(step.want, "\n")
+		for i := range max(len(got), len(want)) {
+			if i >= len(got) || i >= len(want) || got[i] != want[i] {
+				t.Fatalf("%s: line %d differs:\n got: %q\nwant: %q", step.name, i+1, got[min(i, len(got)-1)], want[min(i, len(want)-1)])
+			}
+		}
 	}
 }

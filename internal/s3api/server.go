@@ -130,6 +130,9 @@ type Server struct {
 	// playlists holds the LL-HLS requests waiting for a playlist write
 	// (llhls.go).
 	playlists *hls.Registry
+	// dateRanges follows the date ranges of LL-HLS playlists for delta
+	// updates that skip them (_HLS_skip=v2).
+	dateRanges *hls.History
 
 	policies docCache[*policy.Policy]
 	cors     docCache[*corsConfiguration]
@@ -157,7 +160,7 @@ func New(store Backend, cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	s := &Server{store: store, cfg: cfg, log: cfg.Logger, users: cfg.Directory, versions: newVersionCodec(cfg.VersionKey),
-		playlists: hls.NewRegistry()}
+		playlists: hls.NewRegistry(), dateRanges: hls.NewHistory()}
 	if s.users == nil {
 		s.users = NewUserDirectory(cfg.Users)
 	}

@@ -21,6 +21,8 @@ import (
 
 	"github.com/b3-storage/b3/internal/admin"
 	"github.com/b3-storage/b3/internal/authlimit"
+	"github.com/b3-storage/b3/internal/hls"
+	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/s3api"
 	"github.com/b3-storage/b3/internal/server"
 )
@@ -283,6 +285,11 @@ func (n *Node) serveClient(w http.ResponseWriter, r *http.Request, proxy *httput
 				case <-ctx.Done():
 				}
 			}()
+			if r.Method == http.MethodGet && hls.Present(r.URL.Query()) {
+				// The leader may hold a playlist request for seconds
+				// (s3api/llhls.go): no load on this node's disks.
+				iolimit.Idle(r.Context())
+			}
 			proxy.ServeHTTP(w, r.WithContext(ctx))
 			cancel()
 			return

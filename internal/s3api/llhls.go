@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/b3-storage/b3/internal/hls"
+	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
 )
@@ -108,8 +109,12 @@ func (s *Server) getPlaylist(rq *request) (handled bool, err error) {
 		if deadline == nil {
 			deadline = time.NewTimer(p.HoldLimit())
 		}
+		// Held, the request is no load the background work (vacuum,
+		// catch-up) should give way to.
+		resume := iolimit.Idle(rq.Context())
 		select {
 		case <-w.Woken():
+			resume()
 		case <-deadline.C:
 			w.Cancel()
 			rq.w.Header().Set("Retry-After", strconv.FormatInt(wholeSeconds(p.TargetDuration), 10))

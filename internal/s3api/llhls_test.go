@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/meta"
 )
 
@@ -38,8 +40,8 @@ func llPlaylist(last, parts int) []byte {
 // newLLHLSEnv has bucket "live" (anonymous GET and PUT from loopback, as
 // an encoder's bucket) and "private" (signed requests only), both
 // LL-HLS origins, and "plain" with the setting off.
-func newLLHLSEnv(t *testing.T) *testEnv {
-	e := newEnv(t, withMediaHeaders(true))
+func newLLHLSEnv(t *testing.T, opts ...envOption) *testEnv {
+	e := newEnv(t, append([]envOption{withMediaHeaders(true)}, opts...)...)
 	e.mustCreateStreamBucket("live")
 	e.mustCreateBucket("private")
 	e.mustCreateStreamBucket("plain")
@@ -465,5 +467,43 @@ func TestLLHLSDeltaDateRanges(t *testing.T) {
 				t.Fatalf("%s: line %d differs:\n got: %q\nwant: %q", step.name, i+1, got[min(i, len(got)-1)], want[min(i, len(want)-1)])
 			}
 		}
+	}
+}
+
+// TestLLHLSHeldIsNoClientLoad: while held, a playlist request does not
+// count as client load to the pacer (background work need not give way
+// to players waiting for an encoder); answering it does.
+func TestLLHLSHeldIsNoClientLoad(t *testing.T) {
+	pacer := iolimit.NewPacer(iolimit.PacerConfig{})
+	var mu sync.Mutex
+	var answering []int // clients in flight as each GET ends
+	e := newLLHLSEnv(t, func(c *Config) {
+		c.Observe = func(info RequestInfo) {
+			if info.Operation == "GetObject" {
+				mu.Lock()
+				answering = append(answering, pacer.Status().ClientsInFlight)
+				mu.Unlock()
+			}
+		}
+	})
+	ts := httptest.NewServer(pacer.Handler(e.api))
+	defer ts.Close()
+	const path = "/live/cam/index.m3u8"
+	e.putPlaylist(path, llPlaylist(2, 0))
+	held := getAsync(ts.Client(), anonymousGet(t, ts.URL+path+"?_HLS_msn=3"))
+	e.waitHeld(1)
+	for deadline := time.Now().Add(30 * time.Second); pacer.Status().ClientsInFlight != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a held request counts as %d clients in flight", pacer.Status().ClientsInFlight)
+		}
+	}
+	e.putPlaylist(path, llPlaylist(3, 0))
+	if a := <-held; a.err != nil || a.resp.StatusCode != http.StatusOK {
+		t.Fatalf("held request: %v %+v", a.err, a.resp)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(answering) != 1 || answering[0] != 1 {
+		t.Fatalf("clients in flight while the request was answered: %v, want [1]", answering)
 	}
 }

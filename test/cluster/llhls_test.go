@@ -32,7 +32,8 @@ func livePlaylist(last int) []byte {
 // follower's admin API, reaches every member; a blocking playlist request
 // (a presigned URL with _HLS_msn appended) sent to a follower is held on
 // the leader, not woken by a write that does not reach it, and answered
-// by the encoder's write through the other follower that does.
+// by the encoder's write through the other follower that does. Held, it
+// counts as client load on neither node.
 func TestClusterLLHLS(t *testing.T) {
 	c := testutil.StartCluster(t, testutil.ClusterOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -97,6 +98,12 @@ func TestClusterLLHLS(t *testing.T) {
 	if v := mustMetric(t, c, reader, held); v != 0 {
 		t.Fatalf("%v requests held on the follower that received it", v)
 	}
+	// Held, it is no client load on either node: background work does
+	// not slow down for it.
+	const inFlight = "b3_background_pace_client_requests_in_flight"
+	testutil.WaitFor(t, "no client load counted for the held request", func() bool {
+		return mustMetric(t, c, leader, inFlight) == 0 && mustMetric(t, c, reader, inFlight) == 0
+	})
 	put(livePlaylist(3)) // segment 3: not 4
 	if v := mustMetric(t, c, leader, held); v != 1 {
 		t.Fatalf("a write without segment 4 left %v requests held, want 1", v)

@@ -93,7 +93,7 @@ func (s *Server) getPlaylist(rq *request) (handled bool, err error) {
 			if errors.Is(err, errPlaylistTooLarge) {
 				return false, nil
 			}
-			return true, s.objectReadError(rq, obj, err)
+			return true, s.objectReadError(rq, obj, s.deleteMarkerError(rq, "", err))
 		}
 		p := hls.Parse(data)
 		verdict := p.Decide(d)

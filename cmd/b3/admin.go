@@ -46,6 +46,7 @@ func adminCommands() []adminCommand {
 			flags: []string{"new-owner", "force"}, nargs: [2]int{1, 1}, run: adminUsersRemove},
 		{name: "buckets list", summary: "every bucket with owner, objects and bytes (scans the metadata)", run: adminBucketsList},
 		{name: "buckets chown", args: "<bucket> <access-key>", summary: "give a bucket to another user", nargs: [2]int{2, 2}, run: adminBucketsChown},
+		{name: "buckets hls", args: "<bucket> on|off", summary: "make a bucket a Low-Latency HLS origin, or stop (docs/HLS.md)", nargs: [2]int{2, 2}, run: adminBucketsHLS},
 		{name: "buckets delete", args: "<bucket>", summary: "delete a bucket; --force deletes its objects and uploads first",
 			flags: []string{"force"}, nargs: [2]int{1, 1}, run: adminBucketsDelete},
 		{name: "vacuum status", summary: "progress, dead bytes, and the background pace: rate now and why", run: adminVacuumStatus},

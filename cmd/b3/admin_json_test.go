@@ -155,6 +155,7 @@ func TestAdminJSONShapes(t *testing.T) {
 		{"users list", nil},
 		{"buckets list", nil},
 		{"buckets chown", []string{"shape", "<carol>"}},
+		{"buckets hls", []string{"shape", "on"}},
 		{"users remove", []string{"<carol>", "--force"}},
 		{"buckets delete", []string{"shape", "--force"}},
 		{"vacuum status", nil},

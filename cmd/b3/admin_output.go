@@ -274,13 +274,14 @@ func adminBucketsList(a *adminCall) (any, func(io.Writer), error) {
 		bs = []admin.Bucket{}
 	}
 	return bs, func(w io.Writer) {
-		table(w, "BUCKET\tOWNER\tOWNER KEY\tOBJECTS\tBYTES\tREGION\tCREATED", func(tw io.Writer) {
+		table(w, "BUCKET\tOWNER\tOWNER KEY\tOBJECTS\tBYTES\tREGION\tCREATED\tLL-HLS", func(tw io.Writer) {
 			for _, b := range bs {
 				owner := b.OwnerName
 				if owner == "" {
 					owner = "(removed user)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", b.Name, owner, b.Owner, b.Objects, b.Bytes, b.Region, b.Created.Format(time.RFC3339))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", b.Name, owner, b.Owner, b.Objects, b.Bytes, b.Region,
+					b.Created.Format(time.RFC3339), onOff(b.LLHLS))
 			}
 		})
 	}, err
@@ -289,6 +290,26 @@ func adminBucketsList(a *adminCall) (any, func(io.Writer), error) {
 func adminBucketsChown(a *adminCall) (any, func(io.Writer), error) {
 	b, err := a.c.SetBucketOwner(a.ctx, a.arg(0), a.arg(1))
 	return b, func(w io.Writer) { fmt.Fprintf(w, "bucket %s now owned by %s (%s)\n", b.Name, b.OwnerName, b.Owner) }, err
+}
+
+func adminBucketsHLS(a *adminCall) (any, func(io.Writer), error) {
+	var on bool
+	switch a.arg(1) {
+	case "on":
+		on = true
+	case "off":
+	default:
+		return nil, nil, usageError{fmt.Sprintf("%q: want on or off", a.arg(1))}
+	}
+	b, err := a.c.SetBucketHLS(a.ctx, a.arg(0), on)
+	return b, func(w io.Writer) { fmt.Fprintf(w, "bucket %s: LL-HLS origin %s\n", b.Name, onOff(b.LLHLS)) }, err
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 func adminBucketsDelete(a *adminCall) (any, func(io.Writer), error) {

@@ -118,6 +118,31 @@ func TestRootAndUserBuckets(t *testing.T) {
 	if out, code := b3admin("buckets", "chown", "alices", rootKey); code != 0 || !strings.Contains(out, "now owned by root") {
 		t.Fatalf("buckets chown: %d %s", code, out)
 	}
+	// The LL-HLS origin setting: on, shown by the listing, off again;
+	// a bad word and a missing bucket are refused.
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"buckets", "hls", "alices", "on"}, 0, "LL-HLS origin on"},
+		{[]string{"buckets"}, 0, "LL-HLS"},
+		{[]string{"buckets", "hls", "alices", "maybe"}, 2, "want on or off"},
+		{[]string{"buckets", "hls", "nosuch", "on"}, 1, "no such bucket"},
+	} {
+		if out, code := b3admin(c.args...); code != c.code || !strings.Contains(out, c.want) {
+			t.Errorf("b3 admin %v: exit %d (want %d) %s", c.args, code, c.code, out)
+		}
+	}
+	if buckets := mustJSON[[]admin.Bucket](t, b3admin, "buckets", "list", "--json"); len(buckets) != 1 || !buckets[0].LLHLS {
+		t.Fatalf("buckets list after hls on: %+v", buckets)
+	}
+	if hls := mustJSON[admin.BucketHLS](t, b3admin, "buckets", "hls", "alices", "off", "--json"); hls.LLHLS || hls.Name != "alices" {
+		t.Fatalf("buckets hls off: %+v", hls)
+	}
+	if buckets := mustJSON[[]admin.Bucket](t, b3admin, "buckets", "list", "--json"); len(buckets) != 1 || buckets[0].LLHLS {
+		t.Fatalf("buckets list after hls off: %+v", buckets)
+	}
 	if out, code := b3admin("users", "remove", rootKey, "--force"); code != 1 || !strings.Contains(out, "404") {
 		t.Fatalf("removing root: %d %s", code, out)
 	}
@@ -196,7 +221,7 @@ func TestRootAndUserBuckets(t *testing.T) {
 		t.Fatalf("cache size after reset: %+v", c)
 	}
 
-	for _, action := range []string{"user.add", "user.remove", "bucket.chown", "bucket.delete", "limits.set", "vacuum.stop", "cache.set", "settings.reset"} {
+	for _, action := range []string{"user.add", "user.remove", "bucket.chown", "bucket.hls", "bucket.delete", "limits.set", "vacuum.stop", "cache.set", "settings.reset"} {
 		if !strings.Contains(s.Output(), "msg=audit action="+action+" actor=") {
 			t.Errorf("no audit line for %s in:\n%s", action, s.Output())
 		}

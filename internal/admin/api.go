@@ -145,6 +145,7 @@ func New(cfg Config) (*Server, error) {
 	api("PUT /admin/v1/limits", s.setLimits)
 	api("GET /admin/v1/buckets", s.listBuckets)
 	api("PUT /admin/v1/buckets/{bucket}/owner", s.setBucketOwner)
+	api("PUT /admin/v1/buckets/{bucket}/hls", s.setBucketHLS)
 	api("DELETE /admin/v1/buckets/{bucket}", s.deleteBucket)
 	api("GET /admin/v1/settings", s.getSettings)
 	api("DELETE /admin/v1/settings/overrides", s.resetSettings)

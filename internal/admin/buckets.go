@@ -24,6 +24,15 @@ type Bucket struct {
 	Region    string    `json:"region"`
 	Objects   int64     `json:"objects"`
 	Bytes     int64     `json:"bytes"`
+	// LLHLS: the bucket is a Low-Latency HLS origin (docs/HLS.md).
+	LLHLS bool `json:"ll_hls"`
+}
+
+// BucketHLS is the request and the answer of PUT
+// /admin/v1/buckets/{name}/hls.
+type BucketHLS struct {
+	Name  string `json:"name"`
+	LLHLS bool   `json:"ll_hls"`
 }
 
 // BucketOwnerChanged is the answer to PUT /admin/v1/buckets/{name}/owner.
@@ -88,7 +97,7 @@ func (s *Server) listBuckets(w http.ResponseWriter, _ *http.Request) error {
 	for _, b := range all {
 		u := counts[b.Name]
 		out = append(out, Bucket{Name: b.Name, Owner: b.Owner, OwnerName: names[b.Owner], Created: b.Created,
-			Region: b.Region, Objects: u[0], Bytes: u[1]})
+			Region: b.Region, Objects: u[0], Bytes: u[1], LLHLS: b.LLHLS})
 	}
 	WriteJSON(w, http.StatusOK, out)
 	return nil
@@ -119,6 +128,35 @@ func (s *Server) setBucketOwner(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.audit(r, "bucket.chown", "bucket", name, "old_owner", old, "new_owner", req.Owner)
 	WriteJSON(w, http.StatusOK, BucketOwnerChanged{Name: name, Owner: req.Owner, OwnerName: s.userNames()[req.Owner], PreviousOwner: old})
+	return nil
+}
+
+// setBucketHLS turns a bucket's LL-HLS origin setting on or off. The
+// change travels as any bucket setting does (Config.Writes: through the
+// log on b3 node).
+func (s *Server) setBucketHLS(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		LLHLS *bool `json:"ll_hls"`
+	}
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	if req.LLHLS == nil {
+		return badRequest("ll_hls: want true or false")
+	}
+	name := r.PathValue("bucket")
+	err := s.cfg.Writes.UpdateBucket(name, func(b *meta.Bucket) error {
+		b.LLHLS = *req.LLHLS
+		return nil
+	})
+	if errors.Is(err, objstore.ErrNoSuchBucket) {
+		return &httpError{http.StatusNotFound, "no such bucket: " + name}
+	}
+	if err != nil {
+		return err
+	}
+	s.audit(r, "bucket.hls", "bucket", name, "ll_hls", *req.LLHLS)
+	WriteJSON(w, http.StatusOK, BucketHLS{Name: name, LLHLS: *req.LLHLS})
 	return nil
 }
 

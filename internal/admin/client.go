@@ -140,6 +140,12 @@ func (c *Client) SetBucketOwner(ctx context.Context, bucket, owner string) (Buck
 	return b, c.do(ctx, "PUT", "/admin/v1/buckets/"+url.PathEscape(bucket)+"/owner", map[string]string{"owner": owner}, &b)
 }
 
+// SetBucketHLS turns a bucket's LL-HLS origin setting on or off.
+func (c *Client) SetBucketHLS(ctx context.Context, bucket string, on bool) (BucketHLS, error) {
+	var b BucketHLS
+	return b, c.do(ctx, "PUT", "/admin/v1/buckets/"+url.PathEscape(bucket)+"/hls", map[string]bool{"ll_hls": on}, &b)
+}
+
 // DeleteBucket deletes a bucket; with force, its objects and uploads too.
 func (c *Client) DeleteBucket(ctx context.Context, bucket string, force bool) (BucketDeleted, error) {
 	q := url.Values{}

@@ -64,6 +64,14 @@ func (m *RequestMetrics) Observe(info s3api.RequestInfo) {
 	m.bytesOut.WithLabelValues(op).Add(float64(info.BytesOut))
 }
 
+// RegisterHeldPlaylists registers b3_llhls_held_requests, read from held
+// (s3api.Server.HeldPlaylistRequests) at scrape time.
+func RegisterHeldPlaylists(r prometheus.Registerer, held func() int) {
+	r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "b3_llhls_held_requests", Help: "Low-Latency HLS playlist requests held until a playlist write reaches them.",
+	}, func() float64 { return float64(held()) }))
+}
+
 // StoreCollector reads the engine's counters at scrape time: disk I/O by
 // priority, fsyncs and group commits, segments, vacuum, lifecycle, cache,
 // pebble, free space.

@@ -145,6 +145,7 @@ const adminForwardPrefix = "/_b3/v1/admin/"
 
 var leaderAdminPatterns = []string{
 	"PUT /admin/v1/buckets/{bucket}/owner",
+	"PUT /admin/v1/buckets/{bucket}/hls",
 	"DELETE /admin/v1/buckets/{bucket}",
 	"DELETE /admin/v1/users/{accessKey}",
 }

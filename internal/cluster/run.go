@@ -22,6 +22,8 @@ import (
 
 	"github.com/b3-storage/b3/internal/admin"
 	"github.com/b3-storage/b3/internal/authlimit"
+	"github.com/b3-storage/b3/internal/hls"
+	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/s3api"
 	"github.com/b3-storage/b3/internal/server"
 )
@@ -115,6 +117,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		// The leader sees each client's own address (forward.go), so the
 		// back-off holds back the failing client, not a whole follower.
 		AuthLimiter: authlimit.New(server.AuthLimits(cfg.AuthBackOff))})
+	admin.RegisterHeldPlaylists(n.registry, n.api.HeldPlaylistRequests)
 	proxy := n.newProxy()
 	servers := []*http.Server{
 		newHTTPServer(n.pacer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.serveClient(w, r, proxy) })), cfg),
@@ -293,6 +296,11 @@ func (n *Node) serveClient(w http.ResponseWriter, r *http.Request, proxy *httput
 				case <-ctx.Done():
 				}
 			}()
+			if r.Method == http.MethodGet && hls.Present(r.URL.Query()) {
+				// The leader may hold a playlist request for seconds
+				// (s3api/llhls.go): no load on this node's disks.
+				iolimit.Idle(r.Context())
+			}
 			proxy.ServeHTTP(w, r.WithContext(ctx))
 			cancel()
 			return

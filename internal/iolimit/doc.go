@@ -54,7 +54,9 @@
 // Interval (100ms) its controller (Run) measures the interval that ended:
 //
 //   - client utilization: the fraction of it with at least one request in
-//     flight (Foreground, called by the S3 server for every request);
+//     flight (Foreground, called by the S3 server for every request, but
+//     for the time a request is Idle: a playlist request held until an
+//     encoder's next write);
 //   - client queueing: time clients waited at the limiter's buckets;
 //   - fsync latency: the mean segment fsync (PacerSignals.Fsyncs), which
 //     counts only while clients are present;

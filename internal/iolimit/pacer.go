@@ -278,13 +278,37 @@ func (p *Pacer) takePiece(ctx context.Context, remaining int) (piece int, waited
 }
 
 // Handler counts every request h serves as client load, from its first
-// byte in to its last byte out.
+// byte in to its last byte out, except while it is Idle.
 func (p *Pacer) Handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		done := p.Foreground()
-		defer done()
-		h.ServeHTTP(w, r)
+		f := &foreground{pacer: p, done: p.Foreground()}
+		defer func() { f.done() }()
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), foregroundKey{}, f)))
 	})
+}
+
+// foreground is a request Handler counts; done ends the count in force.
+// Only the request's own goroutine touches it.
+type foreground struct {
+	pacer *Pacer
+	done  func()
+}
+
+type foregroundKey struct{}
+
+// Idle takes the request of ctx (one Handler serves) out of the client
+// load until resume is called: a request that waits for something other
+// than this node's disks, such as a playlist request held until an
+// encoder's next write, is no load the background should give way to.
+// Call both from the request's goroutine; outside Handler they do
+// nothing.
+func Idle(ctx context.Context) (resume func()) {
+	f, _ := ctx.Value(foregroundKey{}).(*foreground)
+	if f == nil {
+		return func() {}
+	}
+	f.done()
+	return func() { f.done = f.pacer.Foreground() }
 }
 
 // Run drives the controller every Interval until ctx is done. Without Run

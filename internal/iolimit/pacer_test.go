@@ -2,6 +2,9 @@ package iolimit
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -295,5 +298,33 @@ func TestPaceStatusString(t *testing.T) {
 		if got := tt.st.String(); got != tt.want {
 			t.Errorf("String() = %q, want %q", got, tt.want)
 		}
+	}
+}
+
+// TestPacerIdle: a request Handler serves counts as client load, except
+// between Idle and resume; Idle outside Handler does nothing.
+func TestPacerIdle(t *testing.T) {
+	p := NewPacer(PacerConfig{})
+	var seen []int
+	inFlight := func() { seen = append(seen, p.Status().ClientsInFlight) }
+	h := p.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight()
+		resume := Idle(r.Context())
+		inFlight()
+		resume()
+		inFlight()
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	inFlight()
+	Idle(context.Background())()
+	inFlight()
+	if want := []int{1, 0, 1, 0, 0}; !slices.Equal(seen, want) {
+		t.Fatalf("clients in flight %v, want %v", seen, want)
 	}
 }

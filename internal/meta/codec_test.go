@@ -68,6 +68,13 @@ func accessBucket() *Bucket {
 	return b
 }
 
+// hlsBucket has access settings and the LL-HLS origin flag (format 3).
+func hlsBucket() *Bucket {
+	b := accessBucket()
+	b.LLHLS = true
+	return b
+}
+
 func fullUpload() *Upload {
 	return &Upload{
 		Bucket: "media", Key: "a\x00b", UploadID: NewUploadID(42), Version: 42, Initiated: ts(-5),
@@ -127,7 +134,8 @@ var codecCases = []codecCase{
 	{
 		name: "bucket",
 		values: []any{fullBucket(), &Bucket{Name: "x"}, versionedBucket(), &Bucket{Name: "s", Versioning: VersioningSuspended}, accessBucket(),
-			&Bucket{Name: "y", Ownership: OwnershipBucketOwnerEnforced, PublicAccessBlock: &PublicAccessBlock{}}},
+			&Bucket{Name: "y", Ownership: OwnershipBucketOwnerEnforced, PublicAccessBlock: &PublicAccessBlock{}},
+			&Bucket{Name: "live", LLHLS: true}, hlsBucket()},
 		encode: func(v any) []byte { return encodeBucket(v.(*Bucket)) },
 		decode: func(v any, data []byte) (any, error) { return decodeBucket(v.(*Bucket).Name, data) },
 	},
@@ -353,6 +361,15 @@ func TestAccessFormatsKeepOldRecords(t *testing.T) {
 	}
 	if v := encodeBucket(accessBucket())[0]; v != bucketFormatSettings {
 		t.Fatalf("bucket with access settings written as format %d", v)
+	}
+	if v := encodeBucket(hlsBucket())[0]; v != bucketFormatOrigin {
+		t.Fatalf("LL-HLS bucket written as format %d", v)
+	}
+	// An origin flag b3 does not know is corruption, not a setting lost.
+	unknown := encodeBucket(hlsBucket())
+	unknown[len(unknown)-1] = 2
+	if _, err := decodeBucket("media", unknown); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("unknown origin flag: %v", err)
 	}
 	// A listed record of format 3 without a payload can be written back.
 	o, err := decodeObject("b", "k", encodeObject(grantedObject(false)), false)

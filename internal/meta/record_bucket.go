@@ -20,17 +20,24 @@ package meta
 //	| public access block |  byte; format 2 only: 0 none, else
 //	|                     |  1 | 2 BlockPublicAcls | 4 IgnorePublicAcls
 //	|                     |  | 8 BlockPublicPolicy | 16 RestrictPublicBuckets
+//	| origin flags        |  uvarint; format 3 only: 1 LL-HLS origin
 //	+---------------------+
 //
 // The name is the key ("b" name) and is not repeated in the value. Format
 // 2 adds versioning, Object Lock and the access settings (ACL grants,
 // object ownership, Block Public Access); it is written only for a bucket
 // that has one of them, so other buckets keep format 1 byte for byte and
-// stores written before format 2 read back unchanged.
+// stores written before format 2 read back unchanged. Format 3 adds the
+// origin flags after the format 2 fields, written only for a bucket with
+// a flag on, for the same reason.
 const (
 	bucketFormat         = 1
 	bucketFormatSettings = 2
+	bucketFormatOrigin   = 3
 )
+
+// Origin flags of format 3.
+const originLLHLS = 1
 const (
 	pabSet = 1 << iota
 	pabBlockPublicAcls
@@ -80,6 +87,9 @@ func encodeBucket(b *Bucket) []byte {
 		b.Grants != nil || b.Ownership != "" || b.PublicAccessBlock != nil {
 		format = bucketFormatSettings
 	}
+	if b.LLHLS {
+		format = bucketFormatOrigin
+	}
 	e.byte1(format)
 	e.str(b.Owner)
 	e.time(b.Created)
@@ -88,7 +98,7 @@ func encodeBucket(b *Bucket) []byte {
 	e.bytes(b.Lifecycle)
 	e.bytes(b.Tagging)
 	e.bytes(b.Policy)
-	if format == bucketFormatSettings {
+	if format >= bucketFormatSettings {
 		e.str(b.Versioning)
 		lock := uint64(0)
 		if b.ObjectLock {
@@ -100,12 +110,15 @@ func encodeBucket(b *Bucket) []byte {
 		e.str(b.Ownership)
 		e.byte1(encodePAB(b.PublicAccessBlock))
 	}
+	if format == bucketFormatOrigin {
+		e.uvarint(originLLHLS)
+	}
 	return e.buf
 }
 
 func decodeBucket(name string, value []byte) (*Bucket, error) {
 	d := decoder{buf: value}
-	format := d.version("bucket", bucketFormat, bucketFormatSettings)
+	format := d.version("bucket", bucketFormat, bucketFormatSettings, bucketFormatOrigin)
 	b := &Bucket{Name: name}
 	b.Owner = d.str()
 	b.Created = d.time()
@@ -114,7 +127,7 @@ func decodeBucket(name string, value []byte) (*Bucket, error) {
 	b.Lifecycle = d.bytes()
 	b.Tagging = d.bytes()
 	b.Policy = d.bytes()
-	if format == bucketFormatSettings {
+	if format >= bucketFormatSettings {
 		b.Versioning = d.str()
 		switch d.uvarint() {
 		case 0:
@@ -127,6 +140,13 @@ func decodeBucket(name string, value []byte) (*Bucket, error) {
 		b.Grants = d.grants()
 		b.Ownership = d.str()
 		b.PublicAccessBlock = decodePAB(&d)
+	}
+	if format == bucketFormatOrigin {
+		flags := d.uvarint()
+		if flags&^originLLHLS != 0 {
+			d.fail("origin flags")
+		}
+		b.LLHLS = flags&originLLHLS != 0
 	}
 	if err := d.finish("bucket " + name); err != nil {
 		return nil, err

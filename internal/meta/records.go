@@ -73,6 +73,11 @@ type Bucket struct {
 	Ownership string
 	// PublicAccessBlock is nil when none is set.
 	PublicAccessBlock *PublicAccessBlock
+
+	// LLHLS makes the bucket a Low-Latency HLS origin: GETs of its .m3u8
+	// keys honour the _HLS_ delivery directives (blocking reload, delta
+	// updates; internal/hls). Off by default.
+	LLHLS bool
 }
 
 // Versioning states of a bucket.

@@ -213,6 +213,7 @@ func (s *Server) copyObject(rq *request) error {
 	if err != nil {
 		return err
 	}
+	s.playlistStored(rq)
 	s.writeNewVersionHeader(rq.w.Header(), stored)
 	res := copyObjectResult{Xmlns: s3Namespace, LastModified: isoTime(stored.Modified), ETag: quoteETag(stored.ETag),
 		Checksum: xmlChecksum{alg, stored.Checksum}}

@@ -62,6 +62,10 @@
 //     (stream.go), and keep every signature and digest check. An
 //     aws-chunked body still needs x-amz-decoded-content-length.
 //   - URLs in logs have presigned signatures redacted (redactedURL).
+//   - In a bucket that is a Low-Latency HLS origin, a GET of a .m3u8 key
+//     with _HLS_msn is held until a write of that key reaches it, and
+//     every write of a playlist wakes exactly the held requests it
+//     reaches, before the write is answered (llhls.go, package hls).
 //
 // What it does not do: object versioning (buckets report unversioned),
 // server-side encryption (requests for it answer

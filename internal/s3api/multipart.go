@@ -266,6 +266,7 @@ func (s *Server) completeUpload(rq *request) error {
 	if err != nil {
 		return err
 	}
+	s.playlistStored(rq)
 	s.writeNewVersionHeader(rq.w.Header(), obj)
 	res := completeMultipartUploadResult{Xmlns: s3Namespace, Location: "/" + rq.bucket + "/" + rq.key, Bucket: rq.bucket, Key: rq.key, ETag: quoteETag(obj.ETag),
 		Checksum: xmlChecksum{alg, obj.Checksum}, ChecksumType: obj.ChecksumType}

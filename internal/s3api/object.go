@@ -103,6 +103,7 @@ func (s *Server) putObject(rq *request) error {
 	if err != nil {
 		return err
 	}
+	s.playlistStored(rq)
 	s.writeStoredHeaders(rq, stored)
 	return writeEmpty(rq, http.StatusOK)
 }
@@ -212,6 +213,11 @@ func (s *Server) getObject(rq *request) error {
 	versionID, err := versionParam(rq)
 	if err != nil {
 		return err
+	}
+	if llhlsApplies(rq, versionID) {
+		if handled, err := s.getPlaylist(rq); handled {
+			return err
+		}
 	}
 	var obj *meta.Object
 	var body io.ReadCloser

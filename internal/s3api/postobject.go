@@ -155,6 +155,7 @@ func (s *Server) postObject(rq *request) error {
 	if err != nil {
 		return err
 	}
+	s.playlistStored(rq)
 	// ETag, checksum and version as PutObject answers them, on every
 	// answer (204, 200, 201 and the redirect).
 	s.writeStoredHeaders(rq, stored)

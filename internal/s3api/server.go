@@ -20,6 +20,7 @@ import (
 
 	"github.com/b3-storage/b3/internal/authlimit"
 	"github.com/b3-storage/b3/internal/checksum"
+	"github.com/b3-storage/b3/internal/hls"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/policy"
 	"github.com/b3-storage/b3/internal/s3auth"
@@ -126,6 +127,13 @@ type Server struct {
 	idPrefix  string
 	idCounter atomic.Uint64
 
+	// playlists holds the LL-HLS requests waiting for a playlist write
+	// (llhls.go).
+	playlists *hls.Registry
+	// dateRanges follows the date ranges of LL-HLS playlists for delta
+	// updates that skip them (_HLS_skip=v2).
+	dateRanges *hls.History
+
 	policies docCache[*policy.Policy]
 	cors     docCache[*corsConfiguration]
 	versions *versionCodec
@@ -151,7 +159,8 @@ func New(store Backend, cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{store: store, cfg: cfg, log: cfg.Logger, users: cfg.Directory, versions: newVersionCodec(cfg.VersionKey)}
+	s := &Server{store: store, cfg: cfg, log: cfg.Logger, users: cfg.Directory, versions: newVersionCodec(cfg.VersionKey),
+		playlists: hls.NewRegistry(), dateRanges: hls.NewHistory()}
 	if s.users == nil {
 		s.users = NewUserDirectory(cfg.Users)
 	}

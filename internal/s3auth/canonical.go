@@ -130,6 +130,30 @@ func canonicalQuery(rawQuery, skip string) string {
 	return b.String()
 }
 
+// directivePrefix starts the names of HLS delivery directives
+// (_HLS_msn, _HLS_part, _HLS_skip): query parameters a player appends to
+// the playlist URL it was given, presigned or not.
+const directivePrefix = "_HLS_"
+
+// withoutDirectives returns rawQuery without its delivery directives,
+// and whether it had any. A presigned GET or HEAD whose signature does
+// not cover the query as sent is checked again without them: they only
+// choose when, and in what form, the signed object is answered, never
+// which object or what access.
+func withoutDirectives(rawQuery string) (string, bool) {
+	var kept []string
+	found := false
+	for part := range strings.SplitSeq(rawQuery, "&") {
+		key, _, _ := strings.Cut(part, "=")
+		if strings.HasPrefix(queryUnescape(key), directivePrefix) {
+			found = true
+			continue
+		}
+		kept = append(kept, part)
+	}
+	return strings.Join(kept, "&"), found
+}
+
 func queryUnescape(s string) string {
 	if u, err := url.QueryUnescape(s); err == nil {
 		return u

@@ -16,7 +16,11 @@
 //     signature verified, chained from the seed signature),
 //     STREAMING-UNSIGNED-PAYLOAD-TRAILER and
 //     STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER (signed trailer);
-//   - SigV4 presigned URLs (X-Amz-Expires at most 7 days);
+//   - SigV4 presigned URLs (X-Amz-Expires at most 7 days); a GET or HEAD
+//     whose signature does not cover the query as sent is checked again
+//     without the HLS delivery directives a player appends (_HLS_*
+//     parameters, withoutDirectives). SigV2 presigned URLs sign only the
+//     sub-resources, so the directives never counted there;
 //   - SigV2 Authorization header ("AWS key:signature") and presigned query
 //     (AWSAccessKeyId, Expires, Signature);
 //   - POST object forms (VerifyPostPolicy), V4 and V2 policy signatures;

@@ -379,7 +379,13 @@ func (v *Verifier) authenticatePresignedV4(r *http.Request, query url.Values) (*
 		payloadHash = UnsignedPayload
 	}
 	key := signingKey(secret, scope)
-	if !verifyV4(r, key, amzDate, scope, canonicalQuery(r.URL.RawQuery, "X-Amz-Signature"), signedHeaders, payloadHash, strings.ToLower(signature)) {
+	verified := verifyV4(r, key, amzDate, scope, canonicalQuery(r.URL.RawQuery, "X-Amz-Signature"), signedHeaders, payloadHash, strings.ToLower(signature))
+	if !verified && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		if rest, ok := withoutDirectives(r.URL.RawQuery); ok {
+			verified = verifyV4(r, key, amzDate, scope, canonicalQuery(rest, "X-Amz-Signature"), signedHeaders, payloadHash, strings.ToLower(signature))
+		}
+	}
+	if !verified {
 		return nil, errSignatureMismatch()
 	}
 	result := &Result{AccessKey: scope.accessKey, Method: SigV4Presigned, ContentLength: r.ContentLength}

@@ -302,7 +302,12 @@ func (s *Store) syncFile(w *segWriter) error {
 	}
 	start := time.Now()
 	if err := w.file.Sync(); err != nil {
-		return fmt.Errorf("blob: fsync segment %016x: %w", w.id, err)
+		err = fmt.Errorf("blob: fsync segment %016x: %w", w.id, err)
+		// Failed before syncMu is let go: a concurrent fsync of the same
+		// file may succeed without the pages this one lost (the kernel
+		// reports a writeback error once), and must find the store failed.
+		s.setFailed(err)
+		return err
 	}
 	s.stats.fsync(time.Since(start))
 	return nil

@@ -235,10 +235,10 @@ func (f *fsm) apply(c *command, index uint64) (*meta.Object, error) {
 		obj := *c.Object
 		obj.Extents, obj.Size, obj.Inline = st.Extents, st.Size, nil
 		if err := f.store.ApplyPutObject(&obj, index); err != nil {
-			st.Discard()
+			f.node.keepForRetry(ref, st)
 			return nil, err
 		}
-		st.Release()
+		f.node.installedBytes(st)
 		return &obj, nil
 	case opDeleteObject:
 		return f.store.ApplyDeleteObject(c.Name, c.Key, index)
@@ -266,10 +266,10 @@ func (f *fsm) apply(c *command, index uint64) (*meta.Object, error) {
 		part := *c.Part
 		part.Extents, part.Size = st.Extents, st.Size
 		if err := f.store.ApplyPutPart(c.Name, c.Key, &part, index); err != nil {
-			st.Discard()
+			f.node.keepForRetry(ref, st)
 			return nil, err
 		}
-		st.Release()
+		f.node.installedBytes(st)
 		return nil, nil
 	case opComplete:
 		return f.complete(c, index)
@@ -353,6 +353,20 @@ func (n *Node) takePushed(ref bytesRef) *objstore.Staged {
 	st.Discard()
 	n.log.Warn("refused pushed bytes; fetching them", "index", ref.Index, "bucket", ref.Bucket, "key", ref.Key, "err", err)
 	return nil
+}
+
+// keepForRetry keeps bytes whose install failed (this node's store
+// failed) for the retry of the apply (applyHalting), under the command's
+// stage id: discarded, they could be bytes no other member holds.
+func (n *Node) keepForRetry(ref bytesRef, st *objstore.Staged) {
+	n.stages.putBack(ref.Stage, st)
+	n.stages.settled(st)
+}
+
+// installedBytes releases bytes a record now references.
+func (n *Node) installedBytes(st *objstore.Staged) {
+	st.Release()
+	n.stages.settled(st)
 }
 
 // pushWait is how long bytes still arriving by push may make no progress

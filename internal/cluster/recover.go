@@ -95,7 +95,16 @@ func (s *stages) takeFound(ctx context.Context, c *command, ref bytesRef) *objst
 	if err != nil || len(sum) != 16 {
 		return nil // not an MD5 sum: nothing to tell the bytes by
 	}
-	return found.Take(ctx, objstore.StagedID{Bucket: ref.Bucket, Key: ref.Key, Version: ref.Version}, size, sum)
+	st := found.Take(ctx, objstore.StagedID{Bucket: ref.Bucket, Key: ref.Key, Version: ref.Version}, size, sum)
+	if st != nil {
+		s.mu.Lock()
+		if s.taken == nil {
+			s.taken = map[*objstore.Staged]bool{}
+		}
+		s.taken[st] = true
+		s.mu.Unlock()
+	}
+	return st
 }
 
 // releaseFound closes what the scan at start found once the node has
@@ -129,14 +138,21 @@ func (n *Node) releaseFound() {
 				heard = true
 				continue
 			}
-			if target = n.raft.CommitIndex(); target == 0 {
+			// Everything this node's log holds may need the runs, not
+			// only what the leader counted committed.
+			if target = max(n.raft.CommitIndex(), n.raft.LastIndex()); target == 0 {
 				continue
 			}
 		}
-		if !found.Done() || n.fsm.applied.Load() < target {
+		// Not while the apply waits for bytes: they may be among the
+		// runs (a command past target, committed before this node's
+		// crash, that its first leader had not yet counted committed).
+		if !found.Done() || n.fsm.applied.Load() < target || n.fsm.waiting.Load() != nil {
 			continue
 		}
-		n.stages.closeFound(found)
+		if !n.stages.closeFound(found) {
+			continue // bytes it handed out wait to be installed
+		}
 		n.log.Info("caught up after the unclean end: the segments it left go back to vacuum", "applied", n.fsm.applied.Load())
 		n.vacuumNow("caught up after an unclean end")
 		return

@@ -188,10 +188,12 @@ func readObject(ctx context.Context, s *objstore.Store, key string) ([]byte, err
 }
 
 // TestFoundBytesAreNotLacked: bytes an unclean end left in this node's
-// segments, found by its scan and not yet taken by an apply, are bytes it
-// may hold: asked by a peer, it answers 409 (not 404, "lacks"), and as the
-// leader it refuses to declare them lost. Once an apply took them, they
-// are an ordinary record's (and 404 before that apply, for others).
+// segments, found by its scan, are bytes it may hold until a record holds
+// them: asked by a peer, it answers 409 (not 404, "lacks") while they are
+// found or taken by an apply that has not installed them, and as the
+// leader it refuses to declare them lost; the found runs stay open until
+// the install; then the record answers. Other bytes of the same owner
+// (another size or MD5) are lacked.
 func TestFoundBytesAreNotLacked(t *testing.T) {
 	ctx := context.Background()
 	body := bytes.Repeat([]byte("found..."), 40<<10/8)
@@ -213,11 +215,7 @@ func TestFoundBytesAreNotLacked(t *testing.T) {
 
 	sum := md5.Sum(body)
 	ref := bytesRef{Stage: 42, Bucket: "b", Key: "k", Version: version, Index: 7, want: wantBody(int64(len(body)), hex.EncodeToString(sum[:]))}
-	ask := func() int {
-		rec := httptest.NewRecorder()
-		n.handleBytes(rec, httptest.NewRequest(http.MethodHead, "/_b3/v1/bytes?"+refQuery(ref).Encode(), nil))
-		return rec.Code
-	}
+	ask := func() int { return askFor(n, ref) }
 	if code := ask(); code != http.StatusConflict {
 		t.Fatalf("asked for bytes its scan found: %d, want 409", code)
 	}
@@ -228,14 +226,47 @@ func TestFoundBytesAreNotLacked(t *testing.T) {
 		t.Fatalf("declare-lost of bytes its own scan found: %v, want refused", err)
 	}
 
-	st := n.stages.takeFound(ctx, &command{Op: opPutObject, Object: &meta.Object{Bucket: "b", Key: "k", Version: version, Size: int64(len(body)), ETag: hex.EncodeToString(sum[:])}}, ref)
+	// Other bytes of that owner (another size or sum: a torn prefix, the
+	// part of another number) are not those: lacked.
+	other := ref
+	other.want = wantBody(int64(len(body)), strings.Repeat("0", 32))
+	if code := askFor(n, other); code != http.StatusNotFound {
+		t.Fatalf("asked for other bytes of the owner: %d, want 404", code)
+	}
+
+	// Taken by the apply, not installed yet: still may hold them.
+	obj := &meta.Object{Bucket: "b", Key: "k", Version: version, Size: int64(len(body)), ETag: hex.EncodeToString(sum[:]), Modified: t0}
+	st := n.stages.takeFound(ctx, &command{Op: opPutObject, Object: obj}, ref)
 	if st == nil {
 		t.Fatal("the apply did not take the found bytes")
 	}
-	defer st.Discard()
-	if code := ask(); code != http.StatusNotFound {
-		t.Fatalf("asked once the apply took them (not yet installed): %d, want 404", code)
+	if code := ask(); code != http.StatusConflict {
+		t.Fatalf("asked while the apply installs them: %d, want 409", code)
 	}
+	if n.stages.closeFound(found) {
+		t.Fatal("the found runs closed while bytes they handed out were not installed")
+	}
+	obj.Extents = st.Extents
+	// The bucket's apply, unsynced, may be gone with the crash: applied again.
+	if err := s.ApplyPutBucket(&meta.Bucket{Name: "b", Created: t0}, true, 1); err != nil && !errors.Is(err, objstore.ErrBucketExists) {
+		t.Fatal(err)
+	}
+	if err := s.ApplyPutObject(obj, ref.Index); err != nil {
+		t.Fatal(err)
+	}
+	n.installedBytes(st)
+	if !n.stages.closeFound(found) {
+		t.Fatal("the found runs stayed open once installed")
+	}
+	if code := ask(); code != http.StatusOK {
+		t.Fatalf("asked once installed: %d, want 200", code)
+	}
+}
+
+func askFor(n *Node, ref bytesRef) int {
+	rec := httptest.NewRecorder()
+	n.handleBytes(rec, httptest.NewRequest(http.MethodHead, "/_b3/v1/bytes?"+refQuery(ref).Encode(), nil))
+	return rec.Code
 }
 
 // crashAfterStaging opens a store on a crashable in-memory disk, creates

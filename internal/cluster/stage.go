@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -33,6 +34,10 @@ type stages struct {
 	// from start until stageTTL later.
 	found     *objstore.Found
 	foundDone time.Time // when the expiry first saw found's scan ended
+	// taken holds the bytes takeFound handed out and their apply has not
+	// settled (installed, or put back): found stays open meanwhile, so
+	// that MayHold still answers for them.
+	taken map[*objstore.Staged]bool
 }
 
 type stageEntry struct {
@@ -160,16 +165,41 @@ func (s *stages) foundNow() *objstore.Found {
 	return s.found
 }
 
-// closeFound closes found if it is still the one kept.
-func (s *stages) closeFound(found *objstore.Found) {
+// closeFound closes found if it is still the one kept and no bytes it
+// handed out wait to be installed (false: try again later).
+func (s *stages) closeFound(found *objstore.Found) bool {
 	s.mu.Lock()
 	if s.found != found {
 		s.mu.Unlock()
-		return
+		return true
+	}
+	if len(s.taken) > 0 {
+		s.mu.Unlock()
+		return false
 	}
 	s.found = nil
 	s.mu.Unlock()
 	found.Close()
+	return true
+}
+
+// settled says the apply is done with st (installed it, or put it back):
+// if takeFound handed it out, found may close now.
+func (s *stages) settled(st *objstore.Staged) {
+	s.mu.Lock()
+	delete(s.taken, st)
+	s.mu.Unlock()
+}
+
+// putBack keeps st, bytes an apply got and could not install (its store
+// failed), under stage id for the apply's retry: they are not discarded,
+// so a node never lacks bytes it held because one install failed.
+func (s *stages) putBack(id uint64, st *objstore.Staged) {
+	if e := s.begin(id); e != nil {
+		s.finish(id, e, st, nil)
+		return
+	}
+	st.Discard() // an entry under that id came meanwhile: it serves the retry
 }
 
 // expire discards what no command claimed in time. applyWaits keeps
@@ -186,12 +216,15 @@ func (s *stages) expire(now time.Time, applyWaits bool) {
 		if s.foundDone.IsZero() {
 			s.foundDone = now
 		}
-		if now.Sub(s.foundDone) > stageTTL && !applyWaits {
+		if now.Sub(s.foundDone) > stageTTL && !applyWaits && len(s.taken) == 0 {
 			found, s.found = s.found, nil
 		}
 	}
 	var old []*stageEntry
 	for id, e := range s.m {
+		if applyWaits {
+			break // the bytes it waits for may be among them
+		}
 		select {
 		case <-e.done:
 		default:
@@ -251,6 +284,14 @@ func refQuery(ref bytesRef) url.Values {
 		q.Set("part", strconv.Itoa(ref.Part))
 	}
 	q.Set("index", strconv.FormatUint(ref.Index, 10))
+	if ref.want != nil {
+		// What the bytes must be: a peer that may hold them among those
+		// its unclean end left tells them by these (foundMayHold).
+		q.Set("size", strconv.FormatInt(ref.want.size, 10))
+		if ref.want.md5 != nil {
+			q.Set("md5", hex.EncodeToString(ref.want.md5))
+		}
+	}
 	return q
 }
 
@@ -268,6 +309,18 @@ func parseRef(q url.Values) (bytesRef, error) {
 	ref.Stage, ref.Version, ref.Index = num("stage"), num("version"), num("index")
 	ref.Part = int(num("part"))
 	ref.Bucket, ref.Key, ref.UploadID = q.Get("bucket"), q.Get("key"), q.Get("upload")
+	if v := q.Get("size"); v != "" && err == nil {
+		size, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil {
+			return ref, perr
+		}
+		ref.want = &bodyCheck{size: size}
+		if m := q.Get("md5"); m != "" {
+			if ref.want.md5, perr = hex.DecodeString(m); perr != nil || len(ref.want.md5) != md5.Size {
+				return ref, fmt.Errorf("bad md5 %q", m)
+			}
+		}
+	}
 	if err == nil && ref.Bucket == "" {
 		err = errors.New("no bucket")
 	}
@@ -368,6 +421,10 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 			// left here, which this node's own apply takes (and then
 			// serves) once its scan has ended.
 			http.Error(w, errScanning.Error(), http.StatusConflict)
+		case r.Method == http.MethodHead && n.installed(ref):
+			// Installed since the first look (the found runs it came
+			// from closed meanwhile): it holds them.
+			w.WriteHeader(http.StatusOK)
 		default:
 			http.Error(w, "not yet", http.StatusNotFound)
 		}
@@ -391,7 +448,29 @@ var errScanning = errors.New("may hold them: they may be among the bytes its unc
 // hold the bytes of ref (objstore.Found.MayHold).
 func (n *Node) foundMayHold(ref bytesRef) bool {
 	found := n.stages.foundNow()
-	return found != nil && found.MayHold(objstore.StagedID{Bucket: ref.Bucket, Key: ref.Key, Version: ref.Version})
+	if found == nil {
+		return false
+	}
+	var size int64 = -1
+	var sum []byte
+	if ref.want != nil {
+		size, sum = ref.want.size, ref.want.md5
+	}
+	return found.MayHold(n.closing, objstore.StagedID{Bucket: ref.Bucket, Key: ref.Key, Version: ref.Version}, size, sum)
+}
+
+// installed reports whether this node holds the record of ref's bytes
+// whole now (an object version, or an upload's part).
+func (n *Node) installed(ref bytesRef) bool {
+	if ref.UploadID != "" {
+		part, err := n.store.Meta().GetPart(ref.UploadID, ref.Part)
+		return err == nil && !objstore.HollowPart(part)
+	}
+	obj, err := n.store.Meta().GetObject(ref.Bucket, ref.Key)
+	if err != nil || obj.Version != ref.Version {
+		obj, err = n.store.Meta().GetVersion(ref.Bucket, ref.Key, ref.Version)
+	}
+	return err == nil && !obj.DeleteMarker && !objstore.Hollow(obj)
 }
 
 // errNotYet: the peer has not applied the command, or holds its record

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,4 +75,26 @@ func TestStages(t *testing.T) {
 	if s.peek(3) != nil {
 		t.Fatal("bytes older than the TTL were kept")
 	}
+}
+
+// TestPutBackServesRetry: bytes whose install failed are kept under the
+// command's stage id, and the retry of the apply takes them there.
+func TestPutBackServesRetry(t *testing.T) {
+	store := newReplica(t).store
+	if _, err := store.CreateBucket(&meta.Bucket{Name: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{store: store, stages: newStages(), closing: context.Background(), log: slog.Default()}
+	body := []byte(strings.Repeat("kept", 1000))
+	st, err := store.Stage(context.Background(), "b", "k", 9, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := bytesRef{Stage: 77, Bucket: "b", Key: "k", Version: 9, want: wantBody(int64(len(body)), "")}
+	n.keepForRetry(ref, st)
+	again := n.takePushed(ref)
+	if again == nil || again.Size != int64(len(body)) {
+		t.Fatalf("the retry did not find the bytes kept: %v", again)
+	}
+	again.Release()
 }

@@ -420,11 +420,13 @@ func (f *Found) Runs() int {
 	return n
 }
 
-// MayHold reports whether f may hold bytes of id: its scan has not ended
-// (it may yet find them), or it found a run of that owner that no record
-// references and no Take handed out. A node whose Found may hold bytes
-// must not tell a peer it lacks them (cluster's declare-lost).
-func (f *Found) MayHold(id StagedID) bool {
+// MayHold reports whether f may hold the bytes of id, size bytes long
+// with MD5 sum md5sum (nil: not known): its scan has not ended (it may yet
+// find them), or it found a run of that owner and size whose sum is
+// md5sum (or cannot be read to tell), handed out by Take or not. A node
+// whose Found may hold bytes must not tell a peer it lacks them
+// (cluster's declare-lost); one that matches neither size nor sum may.
+func (f *Found) MayHold(ctx context.Context, id StagedID, size int64, md5sum []byte) bool {
 	if !f.Done() {
 		return true
 	}
@@ -434,7 +436,18 @@ func (f *Found) MayHold(id StagedID) bool {
 		return false
 	}
 	for _, rn := range f.runs[ownerID{string(ownerKey(id.Bucket, id.Key)), id.Version}] {
-		if !anyUsed(f.used, rn) {
+		if rn.size != size {
+			continue
+		}
+		if len(md5sum) == 0 {
+			return true // nothing to tell them by
+		}
+		if rn.sum == nil {
+			if rn.sum = f.store.md5Of(ctx, id, toMeta(rn.extents()), size); rn.sum == nil {
+				return true // unreadable now: they may be these
+			}
+		}
+		if bytes.Equal(rn.sum, md5sum) {
 			return true
 		}
 	}

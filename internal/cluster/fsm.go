@@ -312,10 +312,11 @@ func (f *fsm) complete(c *command, index uint64) (*meta.Object, error) {
 	err = f.store.ApplyCompleteUpload(&obj, c.UploadID, c.Numbers, whole, index)
 	if whole != nil {
 		if err != nil {
-			whole.Discard()
+			whole.Discard() // fetched whole from a peer, which holds it
 		} else {
 			whole.Release()
 		}
+		f.node.stages.settled(whole) // not from the found runs (a multipart ETag is no MD5), but never kept open by it
 	}
 	return &obj, err
 }

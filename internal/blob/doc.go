@@ -82,6 +82,17 @@
 // would therefore be cut with everything after it; sealed segments are
 // never cut.
 //
+// # Failure
+//
+// The first failed write or fsync stops the store: nothing more is
+// acknowledged (a later fsync of the same file can succeed without the
+// pages the failed one lost). A full file system (ENOSPC, EDQUOT) is the
+// one failure it comes back from without a restart: Recover cuts the
+// active segment back to the durable position, seals it there and goes on
+// in a new segment, and an epoch fails every write that spanned the cut
+// (recover.go). Any other failure waits for a restart, which recovers as
+// after a crash.
+//
 // # Reads
 //
 // Readers read through one shared buffered read-only handle per segment

@@ -56,8 +56,8 @@ func BenchmarkPut(b *testing.B) {
 // (so most PUTs replace a version) through the whole HTTP stack, in a
 // bucket that never had versioning and in a versioned one: what
 // versioning costs, and that an unversioned bucket pays nothing for it
-// (docs/PERFORMANCE.md compares the unversioned case with the build
-// before versioning existed).
+// (docs/PERFORMANCE.md, Versioning, and docs/bench/2026-11-23/versioning.md
+// compare the unversioned case with the build before versioning existed).
 func BenchmarkPutGetVersioning(b *testing.B) {
 	for _, state := range []string{"unversioned", "versioned"} {
 		for _, size := range []int{4 << 10, 1 << 20} {

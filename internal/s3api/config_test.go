@@ -111,6 +111,10 @@ func TestCORS(t *testing.T) {
 			!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "PUT")) {
 			t.Fatalf("preflight headers: %v", resp.Header)
 		}
+		// The headers asked for come back lowercased, as S3 answers them.
+		if want := strings.ToLower(tc.headers); tc.status == 200 && resp.Header.Get("Access-Control-Allow-Headers") != want {
+			t.Fatalf("preflight Access-Control-Allow-Headers %q, want %q", resp.Header.Get("Access-Control-Allow-Headers"), want)
+		}
 	}
 	// An actual request with an Origin gets the CORS headers, the rule's
 	// methods and allowed headers included.

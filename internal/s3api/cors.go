@@ -150,7 +150,13 @@ func setCORSHeaders(h http.Header, r *corsRule, origin string, preflight bool, r
 		return
 	}
 	if len(requestHeaders) > 0 {
-		h.Set("Access-Control-Allow-Headers", strings.Join(requestHeaders, ", "))
+		// Lowercased, as S3 answers them (header names are
+		// case-insensitive; a browser compares them so).
+		lower := make([]string, len(requestHeaders))
+		for i, name := range requestHeaders {
+			lower[i] = strings.ToLower(name)
+		}
+		h.Set("Access-Control-Allow-Headers", strings.Join(lower, ", "))
 	}
 	if r.MaxAgeSeconds != nil {
 		h.Set("Access-Control-Max-Age", strconv.Itoa(*r.MaxAgeSeconds))

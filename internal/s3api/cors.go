@@ -127,9 +127,10 @@ func anyMatch(patterns []string, s string, fold bool) bool {
 	return false
 }
 
-// setCORSHeaders writes the response headers of a matched rule. Actual
-// requests get the rule's methods and allowed headers too, as S3 sends
-// them (a preflight's answer lists the headers the browser asked for).
+// setCORSHeaders writes the response headers of a matched rule: the
+// rule's methods, and the headers asked for (Access-Control-Request-
+// Headers, lowercased) where a request names some, an actual one too, as
+// S3 answers them; a preflight also gets the rule's max age.
 func setCORSHeaders(h http.Header, r *corsRule, origin string, preflight bool, requestHeaders []string) {
 	allowOrigin := origin
 	if len(r.AllowedOrigins) == 1 && r.AllowedOrigins[0] == "*" {
@@ -143,12 +144,6 @@ func setCORSHeaders(h http.Header, r *corsRule, origin string, preflight bool, r
 		h.Set("Access-Control-Expose-Headers", strings.Join(r.ExposeHeaders, ", "))
 	}
 	h.Set("Access-Control-Allow-Methods", strings.Join(r.AllowedMethods, ", "))
-	if !preflight {
-		if len(r.AllowedHeaders) > 0 {
-			h.Set("Access-Control-Allow-Headers", strings.Join(r.AllowedHeaders, ", "))
-		}
-		return
-	}
 	if len(requestHeaders) > 0 {
 		// Lowercased, as S3 answers them (header names are
 		// case-insensitive; a browser compares them so).
@@ -158,7 +153,7 @@ func setCORSHeaders(h http.Header, r *corsRule, origin string, preflight bool, r
 		}
 		h.Set("Access-Control-Allow-Headers", strings.Join(lower, ", "))
 	}
-	if r.MaxAgeSeconds != nil {
+	if preflight && r.MaxAgeSeconds != nil {
 		h.Set("Access-Control-Max-Age", strconv.Itoa(*r.MaxAgeSeconds))
 	}
 }
@@ -174,8 +169,15 @@ func (s *Server) addCORSHeaders(rq *request, b *meta.Bucket) {
 	if err != nil || conf == nil {
 		return
 	}
-	if r := conf.match(origin, rq.Method, nil); r != nil {
-		setCORSHeaders(rq.w.Header(), r, origin, false, nil)
+	// An actual request that carries a preflight's headers is matched as
+	// the preflight it names, as S3 does: its Access-Control-Request-Method
+	// and -Headers rather than its own method.
+	method, headers := rq.Method, []string(nil)
+	if m := rq.Header.Get("Access-Control-Request-Method"); m != "" {
+		method, headers = m, splitHeaderList(rq.Header.Get("Access-Control-Request-Headers"))
+	}
+	if r := conf.match(origin, method, headers); r != nil {
+		setCORSHeaders(rq.w.Header(), r, origin, false, headers)
 	}
 }
 

@@ -38,10 +38,9 @@ func (s *Store) Failure() error { return s.failed() }
 //     groupCommit): the cut removes only records whose Append or
 //     CopyRecords failed, or is still running.
 //   - An Append or CopyRecords that began before the cut fails with
-//     ErrRestarted even if its last record lands after it, and even if the
-//     durable position later passes its records' offsets (which the cut
-//     made free for new records): each checks the recovery epoch it began
-//     in after its wait for durability.
+//     ErrRestarted even if its last record lands after it, in the new
+//     segment: each checks the recovery epoch it began in after its wait
+//     for durability.
 //   - After a failed fsync the pages it covered may be gone while a later
 //     fsync succeeds; they all lie past the durable position, in the cut.
 //
@@ -90,8 +89,8 @@ func (s *Store) Recover() error {
 		return err
 	}
 	s.setActive(next)
-	g.restart(synced, &s.failure)
-	s.log.Info("blob: recovered from a full disk; accepting writes", "segment", next.id, "offset", next.end.Load())
+	g.restart(&s.failure)
+	s.log.Info("blob: recovered from a full disk; accepting writes", "segment", next.id)
 	return nil
 }
 
@@ -100,18 +99,9 @@ func (s *Store) Recover() error {
 // segment, so no offset past the cut is ever used again, and an extent
 // there is known gone (Surviving). Caller holds s.mu.
 func (s *Store) cutAndSeal(w *segWriter, synced position) error {
-	if !w.sealed {
-		w.sealed = true
-		_ = w.stopFlusher() // its error is the failure being recovered from, or a later one
-	}
-	w.syncMu.Lock()
-	if !w.closed {
-		w.closed = true
-		_ = w.file.Close()
-		s.pool.put(w.buf)
-		w.buf = nil
-	}
-	w.syncMu.Unlock()
+	// Closes w (a no-op if a failed seal did); its error is the failure
+	// being recovered from, or a later one, on bytes the cut removes.
+	_ = s.sealLocked(w)
 
 	end := int64(0) // nothing of this segment was synced: it was created after the last fsync
 	if synced.segment == w.id {
@@ -178,10 +168,10 @@ func (s *Store) Surviving(exts []Extent) []Extent {
 	return out
 }
 
-// restart forgets a failure and sets the durable position back to synced
-// (Recover cut everything after it). A waiter still there is from before
-// the cut: it gets ErrRestarted.
-func (g *groupCommit) restart(synced position, failure *atomic.Pointer[error]) {
+// restart forgets a failure. The durable position stays where Recover
+// cut (no round of the old epoch moved it since, advanceRound). A waiter
+// still there is from before the cut: it gets ErrRestarted.
+func (g *groupCommit) restart(failure *atomic.Pointer[error]) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, w := range g.waiters {
@@ -189,7 +179,6 @@ func (g *groupCommit) restart(synced position, failure *atomic.Pointer[error]) {
 	}
 	g.waiters = nil
 	g.err = nil
-	g.synced = synced
 	failure.Store(nil) // under g.mu: see failRound
 }
 

@@ -378,56 +378,29 @@ func (n *Node) handleBytes(w http.ResponseWriter, r *http.Request) {
 		prio = iolimit.Foreground // a read waits for these bytes (fill.go)
 	}
 	ctx := iolimit.WithPriority(r.Context(), prio)
-	var body io.ReadCloser
-	var size int64
-	hollow := false // restored without its bytes: not here yet (fill.go)
-	switch st := n.stages.peek(ref.Stage); {
-	case ref.Stage != 0 && st != nil:
-		size = st.Size
-		body, err = n.store.ReadExtents(ctx, ref.Bucket, ref.Key, ref.Version, st.Extents, st.Size)
-	case ref.UploadID != "":
-		part, perr := n.store.Meta().GetPart(ref.UploadID, ref.Part)
-		hollow = perr == nil && objstore.HollowPart(part)
-		if perr == nil && !hollow {
-			size = part.Size
-			body, err = n.store.ReadExtents(ctx, ref.Bucket, ref.Key, ref.Version, part.Extents, part.Size)
+	body, size, hollow, err := n.localBytes(ctx, ref)
+	if err == nil && body == nil {
+		switch {
+		case n.fsm.applied.Load() >= ref.Index && !hollow:
+			http.Error(w, "gone", http.StatusGone)
+			return
+		case n.foundMayHold(ref):
+			// Not "lacks": the bytes may be among those an unclean end
+			// left here, which this node's own apply takes (and then
+			// serves) once its scan has ended.
+			http.Error(w, errScanning.Error(), http.StatusConflict)
+			return
 		}
-	default:
-		obj, oerr := n.store.Meta().GetObject(ref.Bucket, ref.Key)
-		if oerr != nil || obj.Version != ref.Version {
-			// Noncurrent now, in a bucket with versioning.
-			obj, oerr = n.store.Meta().GetVersion(ref.Bucket, ref.Key, ref.Version)
-		}
-		hollow = oerr == nil && objstore.Hollow(obj)
-		if oerr == nil && !obj.DeleteMarker && !hollow {
-			size = obj.Size
-			if obj.Inline != nil {
-				body = io.NopCloser(bytes.NewReader(obj.Inline))
-			} else {
-				body, err = n.store.ReadExtents(ctx, obj.Bucket, obj.Key, obj.Version, obj.Extents, obj.Size)
-			}
-		}
+		// Installed since the first look, from found runs that closed
+		// meanwhile? Then it holds them.
+		body, size, _, err = n.localBytes(ctx, ref)
 	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	if body == nil {
-		switch {
-		case n.fsm.applied.Load() >= ref.Index && !hollow:
-			http.Error(w, "gone", http.StatusGone)
-		case n.foundMayHold(ref):
-			// Not "lacks": the bytes may be among those an unclean end
-			// left here, which this node's own apply takes (and then
-			// serves) once its scan has ended.
-			http.Error(w, errScanning.Error(), http.StatusConflict)
-		case r.Method == http.MethodHead && n.installed(ref):
-			// Installed since the first look (the found runs it came
-			// from closed meanwhile): it holds them.
-			w.WriteHeader(http.StatusOK)
-		default:
-			http.Error(w, "not yet", http.StatusNotFound)
-		}
+		http.Error(w, "not yet", http.StatusNotFound)
 		return
 	}
 	defer body.Close()
@@ -459,18 +432,36 @@ func (n *Node) foundMayHold(ref bytesRef) bool {
 	return found.MayHold(n.closing, objstore.StagedID{Bucket: ref.Bucket, Key: ref.Key, Version: ref.Version}, size, sum)
 }
 
-// installed reports whether this node holds the record of ref's bytes
-// whole now (an object version, or an upload's part).
-func (n *Node) installed(ref bytesRef) bool {
-	if ref.UploadID != "" {
-		part, err := n.store.Meta().GetPart(ref.UploadID, ref.Part)
-		return err == nil && !objstore.HollowPart(part)
+// localBytes opens the bytes of ref this node holds: staged under its
+// stage id, or referenced by the part or object version it names. body is
+// nil if it holds none; hollow says the record is there without its bytes
+// (restored so: not here yet, fill.go).
+func (n *Node) localBytes(ctx context.Context, ref bytesRef) (body io.ReadCloser, size int64, hollow bool, err error) {
+	switch st := n.stages.peek(ref.Stage); {
+	case ref.Stage != 0 && st != nil:
+		body, err = n.store.ReadExtents(ctx, ref.Bucket, ref.Key, ref.Version, st.Extents, st.Size)
+		return body, st.Size, false, err
+	case ref.UploadID != "":
+		part, perr := n.store.Meta().GetPart(ref.UploadID, ref.Part)
+		if hollow = perr == nil && objstore.HollowPart(part); perr != nil || hollow {
+			return nil, 0, hollow, nil
+		}
+		body, err = n.store.ReadExtents(ctx, ref.Bucket, ref.Key, ref.Version, part.Extents, part.Size)
+		return body, part.Size, false, err
 	}
-	obj, err := n.store.Meta().GetObject(ref.Bucket, ref.Key)
-	if err != nil || obj.Version != ref.Version {
-		obj, err = n.store.Meta().GetVersion(ref.Bucket, ref.Key, ref.Version)
+	obj, oerr := n.store.Meta().GetObject(ref.Bucket, ref.Key)
+	if oerr != nil || obj.Version != ref.Version {
+		// Noncurrent now, in a bucket with versioning.
+		obj, oerr = n.store.Meta().GetVersion(ref.Bucket, ref.Key, ref.Version)
 	}
-	return err == nil && !obj.DeleteMarker && !objstore.Hollow(obj)
+	if hollow = oerr == nil && objstore.Hollow(obj); oerr != nil || obj.DeleteMarker || hollow {
+		return nil, 0, hollow, nil
+	}
+	if obj.Inline != nil {
+		return io.NopCloser(bytes.NewReader(obj.Inline)), obj.Size, false, nil
+	}
+	body, err = n.store.ReadExtents(ctx, obj.Bucket, obj.Key, obj.Version, obj.Extents, obj.Size)
+	return body, obj.Size, false, err
 }
 
 // errNotYet: the peer has not applied the command, or holds its record

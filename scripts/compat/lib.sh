@@ -77,3 +77,11 @@ add_user() {
 	"$B3_BIN" admin users add "$1" --url "http://127.0.0.1:$B3_ADMIN_PORT" --data "$COMPAT_TMP/data" |
 		awk '/^access key:/ {a=$3} /^secret key:/ {s=$3} END {print a, s}'
 }
+
+# module_dir MODULE VERSION: downloads MODULE@VERSION through the Go module
+# proxy and prints its (read-only) directory in the module cache; the
+# version resolved goes to stderr.
+module_dir() {
+	(cd /tmp && GOFLAGS=-mod=mod go mod download -json "$1@$2") |
+		python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["Dir"]); print(d["Version"], file=sys.stderr)'
+}

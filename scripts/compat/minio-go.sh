@@ -11,8 +11,7 @@ MINIO_GO_VERSION="${MINIO_GO_VERSION:-latest}"
 TIMEOUT="${TIMEOUT:-40m}"
 OUT="${OUT:-/tmp/b3-compat-minio-go.log}"
 
-dir=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "github.com/minio/minio-go/v7@$MINIO_GO_VERSION" |
-	python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["Dir"]); print(d["Version"], file=sys.stderr)')
+dir=$(module_dir github.com/minio/minio-go/v7 "$MINIO_GO_VERSION")
 echo "minio-go source: $dir"
 mod="$COMPAT_TMP/mint"
 mkdir -p "$mod"

@@ -18,8 +18,7 @@ RCLONE_VERSION="${RCLONE_VERSION:-latest}"
 TIMEOUT="${TIMEOUT:-30m}"
 OUT="${OUT:-/tmp/b3-compat-rclone.log}"
 
-dir=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "github.com/rclone/rclone@$RCLONE_VERSION" |
-	python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["Dir"]); print(d["Version"], file=sys.stderr)')
+dir=$(module_dir github.com/rclone/rclone "$RCLONE_VERSION")
 echo "rclone source: $dir"
 # The module cache is read-only: the test runs in a writable copy.
 src="$COMPAT_TMP/rclone"

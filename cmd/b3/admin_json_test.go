@@ -186,7 +186,8 @@ func TestAdminJSONShapes(t *testing.T) {
 		ran[step.command] = true
 		check(t, step.command, docs, out)
 	}
-	st, _ := json.Marshal(admin.ClusterStatus{Members: []admin.ClusterMember{{}}})
+	st, _ := json.Marshal(admin.ClusterStatus{Members: []admin.ClusterMember{{}}, Group: "g1", MapEpoch: 3, Partitions: 1024,
+		Groups: []admin.ClusterGroup{{Name: "g1", Capacity: 1, Members: []admin.ClusterMember{{}}}}, Moves: []admin.ClusterMove{{}}})
 	check(t, "cluster status", docs, string(st))
 	ran["cluster status"] = true
 	ch, _ := json.Marshal(admin.ClusterChange{})

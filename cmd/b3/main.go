@@ -30,6 +30,7 @@ func commands() []command {
 		{"healthcheck", "exit 0 if the server at --url is ready (for a container HEALTHCHECK)", runHealthcheck},
 		{"mount", "a bucket as a file system (FUSE), for sequential writers and readers", runMount},
 		{"node", "cluster member: S3 API + storage, replicated with Raft", runNode},
+		{"router", "stateless S3 front of a cluster of several groups", runRouter},
 		{"server", "S3 API on local disks", runServer},
 		{"version", "print the build: version, VCS revision, Go version", runVersion},
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -76,6 +77,7 @@ func parseNode(args []string, getenv func(string) (string, bool), stderr io.Writ
 		lcInterval, lcDay, segSize string
 		secretFile                 string
 		minFree                    string
+		seeds                      string
 	)
 	fs.String("config", "", "YAML config file: keys are the flag names (B3_CONFIG)")
 	fs.StringVar(&cfg.ID, "id", "", "this node's id, one of --peers, or new with --join (required)")
@@ -84,6 +86,9 @@ func parseNode(args []string, getenv func(string) (string, bool), stderr io.Writ
 	fs.StringVar(&cfg.ClusterAddress, "cluster-address", "", "address for raft and node-to-node traffic; must match this node's entry in --peers")
 	fs.StringVar(&peers, "peers", "", "the replica group: id=host:port,... (the same list on every node; used on the first start)")
 	fs.BoolVar(&cfg.Join, "join", false, "no --peers: wait to be added to a running cluster (b3 admin cluster add ID=CLUSTER-ADDRESS)")
+	fs.StringVar(&cfg.Group, "group", "g1", "this node's replica group; the first group (g1) keeps the cluster map, another one joins it through --cluster-seeds")
+	fs.StringVar(&seeds, "cluster-seeds", "", "cluster addresses (host:port,...) of nodes already in the cluster; required with a --group other than g1")
+	fs.Float64Var(&cfg.Weight, "weight", 0, "this group's share of the partitions relative to other groups' (0: in proportion to the disk's size)")
 	fs.StringVar(&replication, "replication", "sync", "sync: acknowledge once a majority holds a write; async: once the leader does")
 	fs.StringVar(&cfg.AdminAddress, "admin-address", "", "admin API listen address (b3 admin; its token: --admin-token, else generated into <data>/admin-token)")
 	fs.StringVar(&cfg.ConsoleAddress, "console-address", "127.0.0.1:9002", "web console listen address (\"\" disables); log in with any user's access key and secret key")
@@ -137,6 +142,7 @@ func parseNode(args []string, getenv func(string) (string, bool), stderr io.Writ
 			return fail("--cluster-address %s, but --peers gives %s for %s", cfg.ClusterAddress, p.Address, cfg.ID)
 		}
 	}
+	cfg.Seeds = splitList(seeds)
 	cfg.Replication = cluster.Replication(replication)
 	if cfg.Sync, err = blob.ParseSyncPolicy(fsync); err != nil {
 		return fail("--fsync: %v", err)
@@ -192,13 +198,8 @@ func parseNode(args []string, getenv func(string) (string, bool), stderr io.Writ
 	for _, w := range out.Warnings {
 		cfg.Logger.Warn(w)
 	}
-	cfg.ClusterSecret, _ = getenv("B3_CLUSTER_SECRET")
-	if secretFile != "" {
-		data, err := os.ReadFile(secretFile)
-		if err != nil {
-			return fail("--cluster-secret-file: %v", err)
-		}
-		cfg.ClusterSecret = string(data)
+	if cfg.ClusterSecret, err = clusterSecret(getenv, secretFile); err != nil {
+		return fail("%v", err)
 	}
 	cfg.LoadAdminToken = server.LoadOrCreateAdminToken
 	return cfg, -1
@@ -217,11 +218,21 @@ func printClusterChange(w io.Writer, ch admin.ClusterChange) {
 }
 
 func printClusterStatus(w io.Writer, st admin.ClusterStatus) {
+	if st.MapEpoch > 0 {
+		printClusterMap(w, st)
+	}
+	if st.Group == "" && st.Members == nil { // a router: no group of its own
+		return
+	}
 	leader := st.Leader
 	if leader == "" {
 		leader = "(none)"
 	}
-	fmt.Fprintf(w, "replica group: leader %s, term %d, replication %s (asked %s)\n", leader, st.Term, st.Replication, st.Node)
+	group := "replica group"
+	if st.Group != "" {
+		group += " " + st.Group
+	}
+	fmt.Fprintf(w, "%s: leader %s, term %d, replication %s (asked %s)\n", group, leader, st.Term, st.Replication, st.Node)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tADDRESS\tHEALTH\tSTATE\tAPPLIED\tLAG\tLAG(s)\tPUSHING")
 	for _, m := range st.Members {
@@ -255,6 +266,44 @@ func printClusterStatus(w io.Writer, st admin.ClusterStatus) {
 	}
 }
 
+// printClusterMap prints the groups of the cluster map and the moves.
+func printClusterMap(w io.Writer, st admin.ClusterStatus) {
+	state := "balanced"
+	switch {
+	case len(st.Moves) > 0:
+		state = fmt.Sprintf("%d moves under way", len(st.Moves))
+	case !st.Balanced:
+		state = "moves pending"
+	}
+	if st.Paused {
+		state += ", rebalancing paused"
+	}
+	fmt.Fprintf(w, "cluster map: epoch %d, %d partitions, %d groups, %s\n", st.MapEpoch, st.Partitions, len(st.Groups), state)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tPARTITIONS\tTARGET\tLEADER\tMEMBERS\tHEALTHY\tNOTE")
+	for _, g := range st.Groups {
+		healthy := 0
+		for _, m := range g.Members {
+			if m.Healthy {
+				healthy++
+			}
+		}
+		leader, note := g.Leader, ""
+		if leader == "" {
+			leader = "(none)"
+		}
+		if g.Draining {
+			note = "draining"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%s\n", g.Name, g.Partitions, g.Target, leader, len(g.Members), healthy, note)
+	}
+	_ = tw.Flush()
+	for _, mv := range st.Moves {
+		fmt.Fprintf(w, "  moving partition %d: %s -> %s\n", mv.Partition, mv.From, mv.To)
+	}
+	fmt.Fprintln(w)
+}
+
 // printMissing says what a member's apply waits for, and whom it asked.
 func printMissing(w io.Writer, m admin.ClusterMissing) {
 	what := fmt.Sprintf("%s/%s version %s", m.Bucket, m.Key, m.VersionID)
@@ -272,4 +321,28 @@ func printMissing(w io.Writer, m admin.ClusterMissing) {
 	for _, a := range m.Asked {
 		fmt.Fprintf(w, "  %s (%s): %s\n", a.ID, a.Address, a.Answer)
 	}
+}
+
+// splitList returns the items of a comma-separated list, blanks dropped.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// clusterSecret is the contents of file if given, else B3_CLUSTER_SECRET.
+func clusterSecret(getenv func(string) (string, bool), file string) (string, error) {
+	if file == "" {
+		s, _ := getenv("B3_CLUSTER_SECRET")
+		return s, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--cluster-secret-file: %v", err)
+	}
+	return string(data), nil
 }

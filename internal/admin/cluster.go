@@ -16,6 +16,37 @@ type ClusterStatus struct {
 	Leader      string          `json:"leader"` // id, "" if none known
 	Term        uint64          `json:"term"`
 	Members     []ClusterMember `json:"members"`
+	// Group is the answering node's replica group ("" on a router).
+	Group string `json:"group,omitempty"`
+	// The cluster map: its epoch and partition count, every group with
+	// its partitions, the moves under way, and whether none is pending
+	// (no move under way or planned).
+	MapEpoch   uint64         `json:"map_epoch,omitempty"`
+	Partitions int            `json:"partitions,omitempty"`
+	Groups     []ClusterGroup `json:"groups,omitempty"`
+	Moves      []ClusterMove  `json:"moves,omitempty"`
+	Balanced   bool           `json:"balanced"`
+	Paused     bool           `json:"rebalance_paused,omitempty"`
+}
+
+// ClusterGroup is one replica group of the cluster map.
+type ClusterGroup struct {
+	Name       string  `json:"name"`
+	Partitions int     `json:"partitions"` // owned now
+	Target     int     `json:"target"`     // to own once balanced
+	Weight     float64 `json:"weight,omitempty"`
+	Capacity   int64   `json:"capacity,omitempty"`
+	Draining   bool    `json:"draining,omitempty"`
+	Leader     string  `json:"leader"` // id, "" if none answers as leader
+	// Members: each member's id, address, health and state.
+	Members []ClusterMember `json:"members"`
+}
+
+// ClusterMove is a partition moving between groups.
+type ClusterMove struct {
+	Partition int    `json:"partition"`
+	From      string `json:"from"`
+	To        string `json:"to"`
 }
 
 // ClusterMember is one member of the group.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/partition"
 )
 
 // op names a replicated command.
@@ -40,6 +41,16 @@ const (
 	// An operator's declaration that the bytes of the command at
 	// Lost.Index are lost: that version is removed everywhere (lost.go).
 	opDeclareLost op = "declare-lost" // Lost
+
+	// The cluster map's next epoch, in the first group's log (cmap.go).
+	opMap op = "map" // Map
+	// Another group's copy of the first group's buckets and users
+	// (catalog.go).
+	opCatalog op = "catalog" // Catalog
+	// Moving partitions here (move.go): a record installed as the group
+	// it leaves holds it, and records removed.
+	opMigrate op = "migrate" // Object + Current (+ Stage, or Inline), or Upload, or Part + Name + Key + Stage
+	opDrop    op = "drop"    // Drops
 )
 
 // command is one entry of the replicated log. It carries the outcome the
@@ -73,6 +84,10 @@ type command struct {
 	Delete     *objstore.Deletion `json:"delete,omitempty"`
 	OnlyMarker bool               `json:"only_marker,omitempty"`
 	Lost       *lostBytes         `json:"lost,omitempty"`
+	Map        *partition.Map     `json:"map,omitempty"`
+	Catalog    *catalog           `json:"catalog,omitempty"`
+	Current    bool               `json:"current,omitempty"`
+	Drops      []dropRef          `json:"drops,omitempty"`
 }
 
 // User is a cluster-wide S3 principal.
@@ -207,6 +222,12 @@ func (c *command) bytesRef(index uint64) (bytesRef, bool) {
 	case c.Op == opPutObject && c.Stage != 0:
 		return bytesRef{Stage: c.Stage, Bucket: c.Object.Bucket, Key: c.Object.Key, Version: c.Object.Version, Index: index,
 			want: wantBody(c.Object.Size, c.Object.ETag)}, true
+	case c.Op == opMigrate && c.Stage != 0 && c.Object != nil:
+		return bytesRef{Stage: c.Stage, Bucket: c.Object.Bucket, Key: c.Object.Key, Version: c.Object.Version, Index: index,
+			want: wantBody(c.Object.Size, c.Object.ETag)}, true
+	case c.Op == opMigrate && c.Stage != 0 && c.Part != nil:
+		return bytesRef{Stage: c.Stage, Bucket: c.Name, Key: c.Key, UploadID: c.Part.UploadID, Part: c.Part.Number, Index: index,
+			want: wantBody(c.Part.Size, c.Part.ETag)}, true
 	case c.Op == opPutPart && c.Stage != 0:
 		return bytesRef{Stage: c.Stage, Bucket: c.Name, Key: c.Key, Version: c.Version, UploadID: c.Part.UploadID, Part: c.Part.Number, Index: index,
 			want: wantBody(c.Part.Size, c.Part.ETag)}, true

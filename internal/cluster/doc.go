@@ -98,9 +98,19 @@
 //     state is read by the apply from the replicated bucket record
 //     (versioning.go).
 //
+// # Several groups
+//
+// A cluster may have several groups, each owning partitions of the key
+// space (package partition). The first group's log keeps the cluster map
+// (cmap.go) and the catalogue of buckets and users, which every other
+// group copies into its own log (catalog.go); every node and router
+// routes a request to the leader of the group that owns it (route.go,
+// router.go); listings merge the groups' pages (list.go); partitions
+// move between groups by themselves (move.go).
+//
 // # Not done (see docs/CLUSTER.md)
 //
-// The cluster-wide map of several groups and partition moves, a
-// background I/O budget for the pushes themselves (fetches use the
+// Drain and rebalance commands, uploads listed across groups, a
+// background I/O budget for the pushes and for moves (fetches use the
 // background class).
 package cluster

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
@@ -44,6 +45,12 @@ type targetKey struct{}
 // newProxy is the forward to the leader; serveClient puts the leader's
 // cluster address in the request's context (targetKey).
 func (n *Node) newProxy() *httputil.ReverseProxy {
+	return newForwardProxy(n.mesh(), n.peerTransport(protoForward), n.log)
+}
+
+// newForwardProxy forwards a client's request, streaming, to the cluster
+// address in its context (targetKey), over transport (protoForward).
+func newForwardProxy(ms *mesh, transport http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			target, _ := pr.In.Context().Value(targetKey{}).(string)
@@ -58,10 +65,18 @@ func (n *Node) newProxy() *httputil.ReverseProxy {
 			}
 			setForwarded(pr.Out.Header, pr.In)
 		},
-		Transport:     n.peerTransport(protoForward),
+		Transport:     transport,
 		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			noteForwardAnswer(ms, resp)
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			n.log.Warn("forward to the leader failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			target, _ := r.Context().Value(targetKey{}).(string)
+			if g, _ := r.Context().Value(targetGroupKey{}).(string); g != "" {
+				ms.leaders.forget(g, target)
+			}
+			log.Warn("forward to the leader failed", "method", r.Method, "path", r.URL.Path, "leader", target, "err", err)
 			slowDown(w, "the leader did not answer")
 		},
 	}
@@ -80,11 +95,22 @@ func (n *Node) forwardedHandler() http.Handler {
 			http.Error(w, "a forwarded request must name its client ("+forwardClientHeader+", "+forwardTLSHeader+")", http.StatusBadRequest)
 			return
 		}
+		if why := n.notJoined(); why != "" {
+			w.Header().Set(notLeaderHeader, "1")
+			slowDown(w, why)
+			return
+		}
+		if g := groupOf(n.cmap.load(), r, n.cfg.Domains); g != "" && g != n.cfg.Group {
+			w.Header().Set(wrongGroupHeader, "1")
+			slowDown(w, "group "+n.cfg.Group+" does not own this request (group "+g+" does); retry")
+			return
+		}
 		// A node elected a moment ago may still be applying what its
 		// predecessor committed (the barrier): wait for it, not longer.
 		deadline := time.Now().Add(leaderWait)
 		for !n.leading() {
 			if n.raft.State() != raft.Leader || time.Now().After(deadline) || r.Context().Err() != nil {
+				w.Header().Set(notLeaderHeader, "1")
 				slowDown(w, cmp.Or(n.notServing(), "this node does not lead"))
 				return
 			}
@@ -167,16 +193,17 @@ func (n *Node) setAdminLeader(inner http.Handler, token string) {
 // adminOnLeader runs an admin change here when this node leads, and has
 // the leader run it otherwise.
 func (n *Node) adminOnLeader(w http.ResponseWriter, r *http.Request) {
-	if n.leading() {
+	if n.leading() && n.firstGroup() {
 		(*n.adminLeader.Load()).ServeHTTP(w, r)
 		return
 	}
-	addr, id := n.raft.LeaderWithID()
-	if addr == "" || string(id) == n.cfg.ID {
+	// Buckets and users are the first group's (catalog.go).
+	addr, err := n.catalogLeader(r.Context())
+	if err != nil {
 		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "no leader elected; retry"})
 		return
 	}
-	target := "http://" + string(addr) + strings.TrimSuffix(adminForwardPrefix, "/") + r.URL.EscapedPath()
+	target := "http://" + addr + strings.TrimSuffix(adminForwardPrefix, "/") + r.URL.EscapedPath()
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
@@ -191,7 +218,7 @@ func (n *Node) adminOnLeader(w http.ResponseWriter, r *http.Request) {
 	setForwarded(req.Header, r)
 	resp, err := n.peerClient.Do(req)
 	if err != nil {
-		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": fmt.Sprintf("the leader %s did not answer: %v; retry", id, err)})
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": fmt.Sprintf("the leader %s did not answer: %v; retry", addr, err)})
 		return
 	}
 	defer resp.Body.Close()

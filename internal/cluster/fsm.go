@@ -34,11 +34,16 @@ type fsm struct {
 	store *objstore.Store
 	// fill is the filler of records restored without their bytes (nil:
 	// none, in tests); Restore marks it before it installs any.
-	fill    *filler
-	users   *userState
-	log     *slog.Logger
-	skipTo  uint64
-	applied atomic.Uint64 // last index applied (or skipped)
+	fill  *filler
+	users *userState
+	// maps is the cluster map (cmap.go): on the first group's members,
+	// the one its log holds (firstGroup); on the others, the one they
+	// follow, which their log and snapshots only move forward.
+	maps       *mapState
+	firstGroup bool
+	log        *slog.Logger
+	skipTo     uint64
+	applied    atomic.Uint64 // last index applied (or skipped)
 	// appliedAt is when the last command was applied (unix ns), for the
 	// lag a status reports.
 	appliedAt atomic.Int64
@@ -114,6 +119,9 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		}
 		flush()
 		out[i] = f.applyHalting(c, l.Index)
+		if f.node != nil && f.node.catalog != nil && catalogOp(c) {
+			f.node.catalog.note("", l.Index)
+		}
 		f.noteApplied(l.Index)
 	}
 	flush()
@@ -279,6 +287,14 @@ func (f *fsm) apply(c *command, index uint64) (*meta.Object, error) {
 		return nil, f.users.apply(c)
 	case opDeclareLost:
 		return nil, f.applyLost(c.Lost, index)
+	case opMap:
+		return nil, f.applyMap(c)
+	case opCatalog:
+		return nil, f.applyCatalog(c.Catalog, index)
+	case opMigrate:
+		return nil, f.applyMigrate(c, index)
+	case opDrop:
+		return nil, f.applyDrop(c, index)
 	}
 	return nil, fmt.Errorf("cluster: unknown command %q", c.Op)
 }
@@ -391,7 +407,11 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, err
 	}
 	f.snapshotIndex.Store(index)
-	return &fsmSnapshot{index: index, view: f.store.Meta().NewView(), users: f.users.snapshot()}, nil
+	s := &fsmSnapshot{index: index, view: f.store.Meta().NewView(), users: f.users.snapshot()}
+	if f.maps != nil {
+		s.cmap = f.maps.load()
+	}
+	return s, nil
 }
 
 // Restore makes the store the snapshot's state. A store already at or
@@ -425,7 +445,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 			return err
 		}
 	}
-	rs, err := restoreSnapshot(sr, f.store, f.users)
+	rs, err := restoreSnapshot(sr, f.store, f.users, f.maps, f.firstGroup)
 	if err != nil {
 		return fmt.Errorf("cluster: restore snapshot %d: %w", sr.index, err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/partition"
 	"github.com/b3-storage/b3/internal/s3api"
 	"github.com/b3-storage/b3/internal/server"
 	"github.com/b3-storage/b3/internal/tlsreload"
@@ -94,6 +95,16 @@ type Config struct {
 	// cluster (b3 admin cluster add) and never bootstraps one.
 	Join        bool
 	Replication Replication // default Sync
+	// Group is the replica group this node belongs to (--group; default
+	// partition.FirstGroup). The first group keeps the cluster map; a
+	// node of another group names Seeds, cluster addresses of nodes
+	// already in the cluster, to find it (cmap.go, follow.go).
+	Group string
+	Seeds []string
+	// Weight is the group's share of the partitions relative to the
+	// other groups' (--weight; 0: in proportion to the disk's size). The
+	// group's leader reports its own.
+	Weight float64
 
 	AdminAddress, AdminToken string
 	// MetricsToken, if set, is a bearer token /metrics requires (the
@@ -209,7 +220,10 @@ type Config struct {
 type identity struct {
 	NodeID    string `json:"node_id"`
 	ClusterID string `json:"cluster_id"`
-	Removed   string `json:"removed,omitempty"` // why and when, once removed
+	// Group is the node's replica group ("" in directories made before
+	// there were groups: the first).
+	Group   string `json:"group,omitempty"`
+	Removed string `json:"removed,omitempty"` // why and when, once removed
 }
 
 const identityFile = "cluster.json"
@@ -229,7 +243,7 @@ func clusterID(peers []Peer) string {
 // cluster, or holds a single server's data, or a removed node's, and
 // records the identity of a new one. It returns the identity.
 func checkIdentity(cfg Config) (identity, error) {
-	want := identity{NodeID: cfg.ID}
+	want := identity{NodeID: cfg.ID, Group: cfg.Group}
 	if !cfg.Join {
 		self := -1
 		for i, p := range cfg.Peers {
@@ -255,6 +269,9 @@ func checkIdentity(cfg Config) (identity, error) {
 		}
 		if have.Removed != "" {
 			return want, removedError(cfg, have.Removed)
+		}
+		if g := cmp.Or(have.Group, partition.FirstGroup); g != cfg.Group {
+			return want, fmt.Errorf("data directory %s belongs to group %s, not %s: start it with --group %s", cfg.Root, g, cfg.Group, g)
 		}
 		if !cfg.Join && have.ClusterID != want.ClusterID {
 			return want, fmt.Errorf("data directory %s belongs to another cluster (id %s; these --peers make %s): start it with the --peers it was created with (or --join, if it was added with b3 admin cluster add)", cfg.Root, have.ClusterID, want.ClusterID)
@@ -323,8 +340,27 @@ type Node struct {
 	peerTLS    *tlsreload.Certificate
 	stages     *stages
 	peerClient *http.Client
-	api        *s3api.Server
-	backend    *Store
+	// cmap is the cluster map as this node knows it (cmap.go): its log's
+	// on the first group, followed from the first group's members on
+	// the others (follow.go).
+	cmap *mapState
+	// leaders caches other groups' leaders (follow.go).
+	leaders leaderCache
+	// mapMu serializes this leader's map changes (changeMap).
+	mapMu sync.Mutex
+	// catalog: the version of the buckets and users, and what other
+	// groups hold of them (catalog.go); following: another group's leader
+	// runs followCatalog.
+	catalog   *catalogState
+	following atomic.Bool
+	// fenceMu: a client's write holds it (read) from its owner check to
+	// its commit; a fence takes it (move.go). receiving: this leader runs
+	// the moves to its group; moved counts the partitions it received.
+	fenceMu   sync.RWMutex
+	receiving atomic.Bool
+	moved     atomic.Int64
+	api       *s3api.Server
+	backend   *Store
 	// adminLeader serves the admin API's cluster-wide changes forwarded
 	// by other members (forward.go); nil until the admin API is set up,
 	// and on a node without one.
@@ -432,6 +468,9 @@ func open(cfg Config) (_ *Node, err error) {
 	if n.users, err = openUserState(cfg.Root); err != nil {
 		return nil, err
 	}
+	if n.cmap, err = openMapState(cfg.Root); err != nil {
+		return nil, err
+	}
 	for _, clash := range n.users.clashes() { // users added before names were checked
 		n.log.Warn("user names clash: a policy or grant naming one applies to both; remove or replace one of them (docs/SECURITY.md)", "clash", clash)
 	}
@@ -454,7 +493,10 @@ func open(cfg Config) (_ *Node, err error) {
 		n.store.Close()
 		return nil, err
 	}
+	n.catalog = newCatalogState()
+	n.catalog.note("", applied) // changes before a restart: at most that
 	n.fsm = &fsm{node: n, store: n.store, users: n.users, log: cfg.Logger, skipTo: applied}
+	n.fsm.maps, n.fsm.firstGroup = n.cmap, n.firstGroup()
 	n.fsm.fill = newFiller(n.store, n.fetch, n.fsm.applied.Load, cfg.Root, cfg.Logger)
 	if n.logs, err = openLogStore(filepath.Join(cfg.Root, "raft"), cfg.Logger); err != nil {
 		n.store.Close()
@@ -569,8 +611,8 @@ func (n *Node) watchLeadership() {
 		}
 		n.readyTerm.Store(term)
 		n.log.Info("leading", "term", term)
-		if _, ok := n.users.root(); !ok {
-			n.proposeRoot()
+		if _, ok := n.users.root(); !ok && n.firstGroup() {
+			n.proposeRoot() // another group's users are the first group's (catalog.go)
 		}
 		n.lifecycleLeading(true)
 	}
@@ -614,8 +656,17 @@ func (n *Node) propose(c *command) (*meta.Object, error) {
 	return res.obj, res.err
 }
 
-// proposeResult is propose with the whole outcome of the apply.
+// proposeResult is propose with the whole outcome of the apply. A
+// client's write of a key commits only in the group that owns the key's
+// partition, and not while the partition is fenced (move.go).
 func (n *Node) proposeResult(c *command) applyResult {
+	if bucket, key := keyOf(c); bucket != "" {
+		n.fenceMu.RLock()
+		defer n.fenceMu.RUnlock()
+		if err := n.checkOwner(bucket, key); err != nil {
+			return applyResult{err: err}
+		}
+	}
 	f := n.raft.Apply(c.encode(), applyTimeout)
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
@@ -698,11 +749,17 @@ func (n *Node) quorumPeers() int {
 // S3 requests, forward.go): every connection authenticated (DialPeer,
 // over TLS if the node has it), and pooled.
 func (n *Node) peerTransport(proto byte) *http.Transport {
+	return peerTransport(n.secret, n.peerTLS, proto)
+}
+
+// peerTransport is HTTP to members' cluster ports for protocol proto,
+// authenticated with secret (and over TLS with peerTLS, if not nil).
+func peerTransport(secret []byte, peerTLS *tlsreload.Certificate, proto byte) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	// Peers are near: a peer that does not answer a dial within 2 s is
 	// down or cut off, and the caller has better things to try.
 	t.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
-		return DialPeer(ctx, addr, n.secret, n.peerTLS, proto)
+		return DialPeer(ctx, addr, secret, peerTLS, proto)
 	}
 	// Sized for load: Go's default of 2 idle connections per host makes
 	// every burst open (and leave in TIME_WAIT) new connections.

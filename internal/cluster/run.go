@@ -24,6 +24,7 @@ import (
 	"github.com/b3-storage/b3/internal/authlimit"
 	"github.com/b3-storage/b3/internal/hls"
 	"github.com/b3-storage/b3/internal/iolimit"
+	"github.com/b3-storage/b3/internal/partition"
 	"github.com/b3-storage/b3/internal/s3api"
 	"github.com/b3-storage/b3/internal/server"
 )
@@ -39,6 +40,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
+	}
+	if cfg.Group == "" {
+		cfg.Group = partition.FirstGroup
+	}
+	if err := checkGroupConfig(cfg); err != nil {
+		return err
 	}
 	if cfg.LifecycleInterval <= 0 {
 		cfg.LifecycleInterval = time.Hour
@@ -152,7 +159,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if n.cfg.VacuumInterval > 0 { // the configured one, or a runtime override
 		n.store.StartVacuum(n.cfg.VacuumInterval)
 	}
-	n.wg.Add(8)
+	n.wg.Add(9)
+	go n.keepMap()
 	go n.watchLocalFaults()
 	go func() {
 		defer n.wg.Done()
@@ -278,7 +286,15 @@ func (n *Node) serveClient(w http.ResponseWriter, r *http.Request, proxy *httput
 	if n.refuseRemoved(w) {
 		return
 	}
+	if why := n.notJoined(); why != "" {
+		slowDown(w, why)
+		return
+	}
 	deadline := time.Now().Add(leaderWait)
+	if g := groupOf(n.cmap.load(), r, n.cfg.Domains); g != "" && g != n.cfg.Group {
+		n.serveOtherGroup(w, r, proxy, g, deadline)
+		return
+	}
 	for {
 		if n.leading() {
 			n.serveLeader(w, r)
@@ -307,6 +323,21 @@ func (n *Node) serveClient(w http.ResponseWriter, r *http.Request, proxy *httput
 		}
 		if time.Now().After(deadline) || r.Context().Err() != nil {
 			slowDown(w, cmp.Or(n.notServing(), "no leader elected"))
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// serveOtherGroup forwards a client's request to the leader of group g,
+// waiting for one until deadline.
+func (n *Node) serveOtherGroup(w http.ResponseWriter, r *http.Request, proxy http.Handler, g string, deadline time.Time) {
+	for {
+		if grp := n.cmap.load().Group(g); grp != nil && forwardTo(r.Context(), n.mesh(), grp, w, r, proxy) {
+			return
+		}
+		if time.Now().After(deadline) || r.Context().Err() != nil {
+			slowDown(w, "group "+g+" has no leader that answers")
 			return
 		}
 		time.Sleep(25 * time.Millisecond)
@@ -373,6 +404,14 @@ func (n *Node) peerHandler() http.Handler {
 	m.HandleFunc("POST /_b3/v1/removed", n.handleRemoved)
 	m.HandleFunc("GET /_b3/v1/member", n.handleMember)
 	m.HandleFunc("GET /_b3/v1/lag", n.handleLag)
+	m.HandleFunc("GET /_b3/v1/cluster/map", n.handleMap)
+	m.HandleFunc("POST /_b3/v1/cluster/groups", n.handleGroup)
+	m.HandleFunc("GET /_b3/v1/cluster/catalog", n.handleCatalog)
+	m.HandleFunc("GET /_b3/v1/cluster/bucket-empty", n.handleBucketEmpty)
+	m.HandleFunc("POST /_b3/v1/cluster/move", n.handleMoveChange)
+	m.HandleFunc("POST /_b3/v1/move/fence", n.handleFence)
+	m.HandleFunc("GET /_b3/v1/move/records", n.handleRecords)
+	m.HandleFunc("POST /_b3/v1/list", n.handleList)
 	m.Handle(adminForwardPrefix, http.HandlerFunc(n.handleAdminForward))
 	return m
 }
@@ -460,6 +499,11 @@ func (n *Node) status(ctx context.Context) admin.ClusterStatus {
 			m.LagSeconds = 0
 		}
 	}
+	st.Group = n.cfg.Group
+	if m := n.cmap.load(); m != nil {
+		ms := mapStatus(ctx, n.mesh(), m, n.cfg.Group, st.Members)
+		st.MapEpoch, st.Partitions, st.Groups, st.Moves, st.Balanced, st.Paused = ms.MapEpoch, ms.Partitions, ms.Groups, ms.Moves, ms.Balanced, ms.Paused
+	}
 	return st
 }
 
@@ -472,19 +516,7 @@ func (n *Node) peerInfo(ctx context.Context, addr string) (admin.ClusterMember, 
 
 // peerGetJSON GETs path from a peer's cluster port into out.
 func (n *Node) peerGetJSON(ctx context.Context, addr, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := n.peerClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", path, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	return getJSON(ctx, n.peerClient, addr, path, out)
 }
 
 // adminHandler is the admin API of a single server (stats, vacuum, limits
@@ -593,15 +625,17 @@ func (n *Node) userCommand(c *command) error {
 	if err := n.users.checkUserCommand(c); err != nil {
 		return err
 	}
-	if n.leading() {
-		_, err := n.propose(c)
+	if n.leading() && n.firstGroup() {
+		if _, err := n.propose(c); err != nil {
+			return err
+		}
+		return n.awaitCatalog(n.closing, n.catalogVersion())
+	}
+	addr, err := n.catalogLeader(n.closing)
+	if err != nil {
 		return err
 	}
-	addr, _ := n.raft.LeaderWithID()
-	if addr == "" {
-		return errNoQuorum
-	}
-	req, err := http.NewRequest(http.MethodPost, "http://"+string(addr)+"/_b3/v1/users", bytes.NewReader(c.encode()))
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/_b3/v1/users", bytes.NewReader(c.encode()))
 	if err != nil {
 		return err
 	}
@@ -651,7 +685,9 @@ func (n *Node) handleUserCommand(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err = n.users.checkUserCommand(c); err == nil {
-		_, err = n.propose(c)
+		if _, err = n.propose(c); err == nil {
+			err = n.awaitCatalog(r.Context(), n.catalogVersion())
+		}
 	}
 	switch {
 	case errors.Is(err, admin.ErrNoSuchUser):

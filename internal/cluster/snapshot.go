@@ -20,6 +20,7 @@ import (
 
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/partition"
 	"github.com/b3-storage/b3/internal/vfs"
 )
 
@@ -35,8 +36,10 @@ import (
 //
 // The stream (raft's snapshot store keeps it in DATA/snapshots/<id>/):
 //
-//	header   "B3SNAP" 0x00 0x02 | index u64
+//	header   "B3SNAP" 0x00 0x03 | index u64
 //	frames   kind u8 | len u32 | JSON record (meta's types, Extents nil)
+//	           'M' Map      the cluster map, once the node has one
+//	                        (cmap.go)
 //	           'U' User     every user
 //	           'b' Bucket   every bucket, by name
 //	           'u' Upload   every multipart upload
@@ -48,8 +51,10 @@ import (
 //	                        key, each key's newest first
 //	end      'E' | len u32 = 8 | frames u64 | crc32c u32
 //
-// Format 1 ("B3SNAP" 0x00 0x01, written before versioning was replicated)
-// is the same without the 'v' section; it is still read.
+// Format 2 ("B3SNAP" 0x00 0x02, written before the cluster map) is the
+// same without the 'M' section, format 1 ("B3SNAP" 0x00 0x01, written
+// before versioning was replicated) also without the 'v' section; both
+// are still read.
 //
 // Integers are big-endian; the CRC (Castagnoli) covers every byte before
 // it. Kinds come in the order listed, each section complete; a reader
@@ -77,11 +82,13 @@ import (
 //     which fills it first) fetches them, or a later command replaces it.
 
 var (
-	snapshotMagic   = []byte("B3SNAP\x00\x02")
-	snapshotMagicV1 = []byte("B3SNAP\x00\x01") // no version table
+	snapshotMagic   = []byte("B3SNAP\x00\x03")
+	snapshotMagicV2 = []byte("B3SNAP\x00\x02") // no map
+	snapshotMagicV1 = []byte("B3SNAP\x00\x01") // no map, no version table
 )
 
 const (
+	kindMap     = 'M'
 	kindUser    = 'U'
 	kindBucket  = 'b'
 	kindUpload  = 'u'
@@ -92,7 +99,7 @@ const (
 )
 
 // kindOrder is the order of the sections.
-const kindOrder = "Ubupov"
+const kindOrder = "MUbupov"
 
 // maxFrame bounds one record (a bucket's documents, an inline object).
 const maxFrame = 64 << 20
@@ -143,11 +150,17 @@ func (sw *snapshotWriter) end() error {
 	return sw.w.Flush()
 }
 
-// writeSnapshot writes the state seen by view, and users, as of index.
-func writeSnapshot(w io.Writer, index uint64, view *meta.View, users []User) error {
+// writeSnapshot writes the state seen by view, the cluster map (nil:
+// none) and users, as of index.
+func writeSnapshot(w io.Writer, index uint64, view *meta.View, cmap *partition.Map, users []User) error {
 	sw, err := newSnapshotWriter(w, index)
 	if err != nil {
 		return err
+	}
+	if cmap != nil {
+		if err := sw.record(kindMap, cmap); err != nil {
+			return err
+		}
 	}
 	for _, u := range users {
 		if err := sw.record(kindUser, u); err != nil {
@@ -183,6 +196,7 @@ func writeSnapshot(w io.Writer, index uint64, view *meta.View, users []User) err
 
 type snapshotReader struct {
 	v1     bool // format 1: no version table
+	v2     bool // format 1 or 2: no map
 	r      *bufio.Reader
 	crc    hash.Hash32
 	index  uint64
@@ -197,10 +211,12 @@ func newSnapshotReader(r io.Reader) (*snapshotReader, error) {
 	if err := sr.full(head); err != nil {
 		return nil, err
 	}
-	if magic := head[:len(snapshotMagic)]; !bytes.Equal(magic, snapshotMagic) && !bytes.Equal(magic, snapshotMagicV1) {
+	magic := head[:len(snapshotMagic)]
+	if !bytes.Equal(magic, snapshotMagic) && !bytes.Equal(magic, snapshotMagicV2) && !bytes.Equal(magic, snapshotMagicV1) {
 		return nil, fmt.Errorf("%w: not a b3 snapshot (or a newer version)", errSnapshotFormat)
 	}
-	sr.v1 = bytes.Equal(head[:len(snapshotMagic)], snapshotMagicV1)
+	sr.v1 = bytes.Equal(magic, snapshotMagicV1)
+	sr.v2 = sr.v1 || bytes.Equal(magic, snapshotMagicV2)
 	sr.index = binary.BigEndian.Uint64(head[len(snapshotMagic):])
 	return sr, nil
 }
@@ -250,7 +266,7 @@ func (sr *snapshotReader) next() (byte, []byte, error) {
 		return kindEnd, nil, nil
 	}
 	at := bytes.IndexByte([]byte(kindOrder), kind)
-	if at < 0 || at < bytes.IndexByte([]byte(kindOrder), sr.kind) || (sr.v1 && kind == kindVersion) {
+	if at < 0 || at < bytes.IndexByte([]byte(kindOrder), sr.kind) || (sr.v1 && kind == kindVersion) || (sr.v2 && kind == kindMap) {
 		return 0, nil, fmt.Errorf("%w: frame kind %q after %q", errSnapshotFormat, kind, sr.kind)
 	}
 	if n > maxFrame {
@@ -277,7 +293,13 @@ func (sr *snapshotReader) next() (byte, []byte, error) {
 type restorer struct {
 	store *objstore.Store
 	users *userState
-	index uint64
+	// maps is the node's cluster map: the first group's restores it with
+	// the rest (replaceMap), another group's only moves it forward to the
+	// snapshot's (cmap.go).
+	maps       *mapState
+	replaceMap bool
+	gotMap     *partition.Map
+	index      uint64
 
 	userList []User
 	buckets  map[string]bool
@@ -294,8 +316,8 @@ type restorer struct {
 // restoreSnapshot reads a snapshot from sr and makes store and users its
 // state. It does not stamp the store: the caller does, once it returns
 // nil.
-func restoreSnapshot(sr *snapshotReader, store *objstore.Store, users *userState) (*restorer, error) {
-	rs := &restorer{store: store, users: users, index: sr.index,
+func restoreSnapshot(sr *snapshotReader, store *objstore.Store, users *userState, maps *mapState, replaceMap bool) (*restorer, error) {
+	rs := &restorer{store: store, users: users, maps: maps, replaceMap: replaceMap, index: sr.index,
 		buckets: map[string]bool{}, uploads: map[string]*meta.Upload{}}
 	defer func() {
 		if rs.local != nil {
@@ -338,6 +360,13 @@ func (rs *restorer) noteHollow(size int64) {
 func (rs *restorer) record(kind byte, data []byte) error {
 	var v any
 	switch kind {
+	case kindMap:
+		m, err := partition.Decode(data)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errSnapshotFormat, err)
+		}
+		rs.gotMap = m
+		return nil
 	case kindUser:
 		v = &User{}
 	case kindBucket:
@@ -375,6 +404,16 @@ func (rs *restorer) record(kind byte, data []byte) error {
 // not goes.
 func (rs *restorer) endSection(kind byte) error {
 	switch kind {
+	case kindMap:
+		switch {
+		case rs.maps == nil:
+			return nil
+		case rs.replaceMap:
+			return rs.maps.replace(rs.gotMap)
+		case rs.gotMap != nil:
+			_, err := rs.maps.offer(rs.gotMap)
+			return err
+		}
 	case kindUser:
 		return rs.users.replace(rs.userList)
 	case kindUpload:
@@ -619,11 +658,12 @@ func (l *localObjects) advance()                   { l.cur, l.valid = l.next() }
 type fsmSnapshot struct {
 	index uint64
 	view  *meta.View
+	cmap  *partition.Map
 	users []User
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := writeSnapshot(sink, s.index, s.view, s.users); err != nil {
+	if err := writeSnapshot(sink, s.index, s.view, s.cmap, s.users); err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("cluster: write snapshot at %d: %w", s.index, err)
 	}

@@ -451,7 +451,7 @@ func TestSnapshotFormat(t *testing.T) {
 		data []byte
 	}{
 		{"empty", nil},
-		{"other magic", append([]byte("B3SNAP\x00\x03"), good[8:]...)},
+		{"other magic", append([]byte("B3SNAP\x00\x04"), good[8:]...)},
 		{"versions in format 1", append(binary.BigEndian.AppendUint64(bytes.Clone(snapshotMagicV1), 7), frame(kindVersion, "{}")...)},
 		{"truncated", good[:len(good)-5]},
 		{"flipped byte", func() []byte { b := bytes.Clone(good); b[len(b)/2] ^= 1; return b }()},

@@ -50,6 +50,9 @@ var _ s3api.Backend = (*Store)(nil)
 var (
 	errNoQuorum  = &s3api.APIError{Code: "SlowDown", Status: 503, Message: "The replica group has no quorum or no leader right now; retry."}
 	errNotLeader = &s3api.APIError{Code: "SlowDown", Status: 503, Message: "This node no longer leads its replica group; retry."}
+	// errWrongGroup: the request reached a group that does not own it (the
+	// sender's map is behind).
+	errWrongGroup = &s3api.APIError{Code: "SlowDown", Status: 503, Message: "This replica group does not own the request; retry."}
 )
 
 func newStore(n *Node) *Store {
@@ -217,6 +220,9 @@ func (s *Store) CreateBucket(b *meta.Bucket) (*meta.Bucket, error) {
 	if b.Created.IsZero() {
 		b.Created = time.Now().UTC()
 	}
+	if err := s.catalogWrite(); err != nil {
+		return nil, err
+	}
 	if _, err := s.node.propose(&command{Op: opCreateBucket, Bucket: b}); err != nil {
 		if errors.Is(err, objstore.ErrBucketExists) {
 			cur, _ := s.GetBucket(b.Name)
@@ -224,15 +230,34 @@ func (s *Store) CreateBucket(b *meta.Bucket) (*meta.Bucket, error) {
 		}
 		return nil, err
 	}
-	return b, nil
+	return b, s.node.awaitCatalog(s.node.closing, s.node.catalogVersion())
 }
 
-// DeleteBucket removes an empty bucket through the log.
+// catalogWrite refuses a bucket change on a group other than the first:
+// buckets are the first group's (catalog.go), and a request reaches
+// another group's leader only on a stale map.
+func (s *Store) catalogWrite() error {
+	if s.node.firstGroup() {
+		return nil
+	}
+	return errWrongGroup
+}
+
+// DeleteBucket removes an empty bucket through the log: empty in every
+// group.
 func (s *Store) DeleteBucket(name string) error {
 	unlock := s.lockBucket(name)
 	defer unlock()
-	_, err := s.node.propose(&command{Op: opDeleteBucket, Name: name})
-	return err
+	if err := s.catalogWrite(); err != nil {
+		return err
+	}
+	if err := s.node.othersHoldNothing(name); err != nil {
+		return err
+	}
+	if _, err := s.node.propose(&command{Op: opDeleteBucket, Name: name}); err != nil {
+		return err
+	}
+	return s.node.awaitCatalog(s.node.closing, s.node.catalogVersion())
 }
 
 // UpdateBucket changes a bucket's settings through the log.
@@ -247,8 +272,13 @@ func (s *Store) UpdateBucket(name string, fn func(*meta.Bucket) error) error {
 	if err := fn(&b); err != nil {
 		return err
 	}
-	_, err = s.node.propose(&command{Op: opPutBucket, Bucket: &b})
-	return err
+	if err := s.catalogWrite(); err != nil {
+		return err
+	}
+	if _, err = s.node.propose(&command{Op: opPutBucket, Bucket: &b}); err != nil {
+		return err
+	}
+	return s.node.awaitCatalog(s.node.closing, s.node.catalogVersion())
 }
 
 // SetBucketLifecycle validates and stores a lifecycle document.

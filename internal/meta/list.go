@@ -19,6 +19,10 @@ type ListOptions struct {
 	// an empty, untruncated page (as S3 does for max-keys=0), a negative
 	// value means DefaultMaxKeys, and larger values are cut to it.
 	MaxKeys int
+	// Keep, if set, hides the keys it refuses: the listing is that of the
+	// keys it keeps (a cluster's group lists the partitions it owns). A
+	// hidden key costs a step of the iterator.
+	Keep func(key string) bool `json:"-"`
 }
 
 // ListResult is one page of ListObjects.
@@ -78,6 +82,10 @@ func (db *DB) ListObjects(bucket string, o ListOptions) (*ListResult, error) {
 	for valid := it.SeekGE(start); valid; {
 		full := it.Key()
 		key := full[len(base):]
+		if o.Keep != nil && !o.Keep(string(key)) {
+			valid = it.Next()
+			continue
+		}
 		if len(delim) > 0 {
 			if i := bytes.Index(key[len(o.Prefix):], delim); i >= 0 {
 				cpLen := len(o.Prefix) + i + len(delim)

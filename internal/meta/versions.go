@@ -178,6 +178,8 @@ type VersionListOptions struct {
 	VersionMarker uint64
 	// MaxKeys as in ListOptions: versions plus common prefixes.
 	MaxKeys int
+	// Keep as in ListOptions.
+	Keep func(key string) bool `json:"-"`
 }
 
 // VersionListResult is one page of ListVersions. Versions are in key
@@ -301,6 +303,16 @@ scan:
 		key := cur[1].key
 		if !cur[1].valid || (cur[0].valid && cur[0].key <= cur[1].key) {
 			key = cur[0].key
+		}
+		if o.Keep != nil && !o.Keep(key) {
+			for _, c := range cur {
+				for c.valid && c.key == key {
+					if err := c.load(c.it.Next()); err != nil {
+						return nil, err
+					}
+				}
+			}
+			continue
 		}
 		if delim != "" {
 			if i := indexAfter(key, o.Prefix, delim); i >= 0 {

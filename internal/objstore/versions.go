@@ -533,6 +533,8 @@ type VersionListOptions struct {
 	// VersionIDMarker, with KeyMarker: resume after this version of it.
 	VersionIDMarker string
 	MaxKeys         int
+	// Keep as in meta.ListOptions.
+	Keep func(key string) bool `json:"-"`
 }
 
 // ListVersions returns a page of the bucket's versions (see
@@ -543,7 +545,7 @@ func (s *Store) ListVersions(bucket string, o VersionListOptions) (*meta.Version
 	if _, err := s.GetBucket(bucket); err != nil {
 		return nil, err
 	}
-	opts := meta.VersionListOptions{Prefix: o.Prefix, Delimiter: o.Delimiter, KeyMarker: o.KeyMarker, MaxKeys: o.MaxKeys}
+	opts := meta.VersionListOptions{Prefix: o.Prefix, Delimiter: o.Delimiter, KeyMarker: o.KeyMarker, MaxKeys: o.MaxKeys, Keep: o.Keep}
 	if o.VersionIDMarker != "" {
 		version, null, err := ParseVersionID(o.VersionIDMarker)
 		if err != nil {

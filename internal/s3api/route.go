@@ -95,8 +95,14 @@ func (s *Server) route(rq *request) error {
 // virtual-host style when the Host is a subdomain of a configured domain,
 // else path style ("/bucket/key").
 func (s *Server) splitTarget(r *http.Request) (bucket, key string) {
+	return SplitTarget(r, s.cfg.Domains)
+}
+
+// SplitTarget returns the bucket and key a request addresses, given the
+// base domains of virtual-host-style requests (Config.Domains).
+func SplitTarget(r *http.Request, domains []string) (bucket, key string) {
 	path := strings.TrimPrefix(r.URL.Path, "/")
-	if b := s.hostBucket(r); b != "" {
+	if b := hostBucket(r, domains); b != "" {
 		return b, path
 	}
 	bucket, key, _ = strings.Cut(path, "/")
@@ -104,13 +110,15 @@ func (s *Server) splitTarget(r *http.Request) (bucket, key string) {
 }
 
 // hostBucket returns the bucket named by a virtual-host-style Host, or "".
-func (s *Server) hostBucket(r *http.Request) string {
+func (s *Server) hostBucket(r *http.Request) string { return hostBucket(r, s.cfg.Domains) }
+
+func hostBucket(r *http.Request, domains []string) string {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	host = strings.ToLower(host)
-	for _, domain := range s.cfg.Domains {
+	for _, domain := range domains {
 		if b, ok := strings.CutSuffix(host, "."+domain); ok && b != "" {
 			return b
 		}

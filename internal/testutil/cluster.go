@@ -41,6 +41,9 @@ type ClusterOptions struct {
 	// (--cluster-tls-*): each node gets a certificate it issued for the
 	// host of its cluster address (Cluster.ClusterTLS).
 	ClusterCA *CA
+	// FirstID numbers the nodes from n(FirstID+1) (another group of a
+	// cluster of several, whose ids differ from the first group's).
+	FirstID int
 	// BeforeStart, if set, is called once the nodes' addresses are
 	// chosen, before the first node starts (a test that watches their
 	// ports from the first connection).
@@ -142,8 +145,8 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	var peers []string
 	for i := range opts.Nodes {
 		n := &ClusterNode{
-			ID:     fmt.Sprintf("n%d", i+1),
-			Data:   filepath.Join(root, fmt.Sprintf("n%d", i+1)),
+			ID:     fmt.Sprintf("n%d", opts.FirstID+i+1),
+			Data:   filepath.Join(root, fmt.Sprintf("n%d", opts.FirstID+i+1)),
 			Dial:   (&net.Dialer{}).DialContext,
 			Scheme: scheme,
 		}
@@ -417,4 +420,36 @@ func (c *Cluster) stopAll() {
 			c.t.Logf("output of %s (last 32 KiB):\n%s", n.ID, out)
 		}
 	}
+}
+
+// StartRouter starts `b3 router` on a free loopback port with the cluster
+// secret of c, asking seeds for the map, and returns it and its S3
+// endpoint; it is stopped when the test ends.
+func (c *Cluster) StartRouter(seeds []string, args ...string) (*Process, string) {
+	c.t.Helper()
+	addr := FreeAddr(c.t)
+	argv := append([]string{"router", "--address", addr, "--cluster-seeds", strings.Join(seeds, ","), "--drain-delay", "0s"}, args...)
+	p, err := Start("router-"+addr, c.bin, argv, []string{"B3_CLUSTER_SECRET=" + c.opts.Secret, "B3_ADMIN_TOKEN=" + c.AdminToken})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() {
+		_ = p.Stop(10 * time.Second)
+		if c.t.Failed() {
+			c.t.Logf("router %s output:\n%s", addr, p.Output.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(p.Output.String(), "S3 API:") {
+		if p.Exited() || time.Now().After(deadline) {
+			c.t.Fatalf("router did not start: %v\n%s", p.Wait(0), p.Output.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p, "http://" + addr
+}
+
+// ClientOf returns an S3 client of endpoint with c's root user.
+func (c *Cluster) ClientOf(endpoint string, timeout time.Duration) *s3.Client {
+	return s3ClientTransport(endpoint, c.opts.AccessKey, c.opts.SecretKey, timeout, func(*http.Transport) {})
 }

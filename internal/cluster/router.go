@@ -1,0 +1,162 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/b3-storage/b3/internal/admin"
+	"github.com/b3-storage/b3/internal/server"
+)
+
+// RouterConfig is `b3 router`: an S3 front that holds no data.
+type RouterConfig struct {
+	Address      string   // S3 API
+	AdminAddress string   // "": none
+	AdminToken   string   // required with AdminAddress
+	Seeds        []string // cluster addresses of nodes of the cluster
+	// ClusterSecret and the cluster TLS files, as a node's.
+	ClusterSecret                               string
+	ClusterTLSCert, ClusterTLSKey, ClusterTLSCA string
+	Domains                                     []string // virtual-host-style base domains, as the nodes'
+	TLSCert, TLSKey                             string   // HTTPS for the S3 API
+	DrainDelay                                  time.Duration
+	Logger                                      *slog.Logger
+	// Ready, if set, is called with the bound S3 address once serving.
+	Ready func(s3Addr string)
+}
+
+// router is a running `b3 router`. It holds nothing but the map it
+// follows and the leaders it found: every request goes, streaming, to the
+// leader of the group that owns it (route.go), over the forward side of
+// that node's cluster port, which carries the client's address; the node
+// authenticates and authorizes the request itself. Many routers may run
+// at once, and a restarted one asks the seeds for the map again.
+type router struct {
+	cfg   RouterConfig
+	log   *slog.Logger
+	ms    *mesh
+	cmap  *mapState
+	proxy http.Handler
+}
+
+// RunRouter serves a router until ctx ends.
+func RunRouter(ctx context.Context, cfg RouterConfig, out io.Writer) error {
+	if cfg.Logger == nil {
+		return errors.New("router: no logger")
+	}
+	if len(cfg.Seeds) == 0 {
+		return errors.New("--cluster-seeds: give the cluster address of at least one node of the cluster")
+	}
+	if cfg.AdminAddress != "" && len(cfg.AdminToken) < MinSecretLen {
+		return fmt.Errorf("--admin-address needs an admin token of at least %d characters (B3_ADMIN_TOKEN or --admin-token)", MinSecretLen)
+	}
+	if strings.TrimSpace(cfg.ClusterSecret) == "" {
+		return errors.New("no cluster secret: give the router the nodes' one in B3_CLUSTER_SECRET or --cluster-secret-file")
+	}
+	secret, err := loadSecret("", cfg.ClusterSecret)
+	if err != nil {
+		return err
+	}
+	peerTLS, err := loadPeerTLS(Config{ClusterTLSCert: cfg.ClusterTLSCert, ClusterTLSKey: cfg.ClusterTLSKey, ClusterTLSCA: cfg.ClusterTLSCA, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	lns, err := server.Listen(server.Config{Address: cfg.Address, AdminAddress: cfg.AdminAddress,
+		TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	cmap, _ := openMapState("")
+	rt := &router{cfg: cfg, log: cfg.Logger, cmap: cmap,
+		ms: &mesh{http: &http.Client{Transport: peerTransport(secret, peerTLS, protoHTTP)}, leaders: &leaderCache{}}}
+	rt.proxy = newForwardProxy(rt.ms, peerTransport(secret, peerTLS, protoForward), rt.log)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go followMap(ctx, rt.ms, rt.cmap, func() []string { return mapSources(rt.cmap.load(), cfg.Seeds) }, rt.log.Warn)
+
+	s3 := &http.Server{Handler: http.HandlerFunc(rt.serveClient), ReadHeaderTimeout: 30 * time.Second}
+	servers := []*http.Server{s3}
+	go func() { _ = s3.Serve(lns.S3) }()
+	if lns.Admin != nil {
+		adm := &http.Server{Handler: rt.adminHandler(), ReadHeaderTimeout: 30 * time.Second}
+		servers = append(servers, adm)
+		go func() { _ = adm.Serve(lns.Admin) }()
+	}
+	s3URL := lns.URL(lns.S3, lns.S3Cert)
+	fmt.Fprintf(out, "b3 router\n  S3 API:  %s\n  seeds:   %s\n", s3URL, strings.Join(cfg.Seeds, ","))
+	if lns.Admin != nil {
+		fmt.Fprintf(out, "  admin:   %s\n", lns.URL(lns.Admin, nil))
+	}
+	if cfg.Ready != nil {
+		cfg.Ready(lns.S3.Addr().String())
+	}
+	<-ctx.Done()
+	if cfg.DrainDelay > 0 {
+		time.Sleep(cfg.DrainDelay)
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer scancel()
+	for _, s := range servers {
+		_ = s.Shutdown(sctx)
+	}
+	return nil
+}
+
+// serveClient sends a client's request to the leader of the group that
+// owns it, waiting up to leaderWait for a map and a leader.
+func (rt *router) serveClient(w http.ResponseWriter, r *http.Request) {
+	deadline := time.Now().Add(leaderWait)
+	for {
+		why := "the router has no cluster map yet (are --cluster-seeds reachable?)"
+		if m := rt.cmap.load(); m != nil {
+			g := groupOf(m, r, rt.cfg.Domains)
+			if grp := m.Group(g); grp != nil && forwardTo(r.Context(), rt.ms, grp, w, r, rt.proxy) {
+				return
+			}
+			why = "group " + g + " has no leader that answers"
+		}
+		if time.Now().After(deadline) || r.Context().Err() != nil {
+			slowDown(w, why)
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// adminHandler: health, and the cluster's status (the map's groups and
+// their members) under the admin token.
+func (rt *router) adminHandler() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /health/live", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	m.HandleFunc("GET /health/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if rt.cmap.load() == nil {
+			http.Error(w, "no cluster map yet", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	m.HandleFunc("GET /admin/v1/cluster", func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(rt.cfg.AdminToken)) != 1 {
+			admin.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "a valid admin token is required"})
+			return
+		}
+		cm := rt.cmap.load()
+		if cm == nil {
+			admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "no cluster map yet"})
+			return
+		}
+		st := mapStatus(r.Context(), rt.ms, cm, "", nil)
+		st.Node = cmp.Or(rt.cfg.Address, "router")
+		admin.WriteJSON(w, http.StatusOK, st)
+	})
+	return m
+}

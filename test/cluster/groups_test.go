@@ -1,0 +1,370 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/b3-storage/b3/internal/admin"
+	"github.com/b3-storage/b3/internal/testutil"
+)
+
+// twoGroups starts group g1 (n1-n3), then group g2 (n4-n6) joining it
+// through n1, and a router asking each group.
+type twoGroups struct {
+	g1, g2  *testutil.Cluster
+	routers []string // S3 endpoints
+	admin   string   // the first router's admin URL
+}
+
+func startTwoGroups(t *testing.T, beforeG2 func(*testutil.Cluster)) *twoGroups {
+	t.Helper()
+	tg := &twoGroups{g1: testutil.StartCluster(t, testutil.ClusterOptions{})}
+	if beforeG2 != nil {
+		beforeG2(tg.g1)
+	}
+	tg.g2 = testutil.StartCluster(t, testutil.ClusterOptions{FirstID: 3,
+		Args: []string{"--group", "g2", "--cluster-seeds", tg.g1.Nodes[0].ClusterAddr}})
+	adminAddr := testutil.FreeAddr(t)
+	_, r1 := tg.g1.StartRouter([]string{tg.g1.Nodes[0].ClusterAddr}, "--admin-address", adminAddr)
+	_, r2 := tg.g1.StartRouter([]string{tg.g2.Nodes[0].ClusterAddr})
+	tg.routers, tg.admin = []string{r1, r2}, "http://"+adminAddr
+	return tg
+}
+
+// endpoints are every node's and router's S3 endpoint.
+func (tg *twoGroups) endpoints() []string {
+	var out []string
+	for _, c := range []*testutil.Cluster{tg.g1, tg.g2} {
+		for _, n := range c.Nodes {
+			out = append(out, n.Endpoint())
+		}
+	}
+	return append(out, tg.routers...)
+}
+
+// status asks the first router for the cluster's status.
+func (tg *twoGroups) status(ctx context.Context) (admin.ClusterStatus, error) {
+	return (&admin.Client{Endpoint: tg.admin, Token: tg.g1.AdminToken}).ClusterStatus(ctx)
+}
+
+// waitBalanced waits until the map is balanced with g2 owning partitions.
+func (tg *twoGroups) waitBalanced(ctx context.Context, t *testing.T) admin.ClusterStatus {
+	t.Helper()
+	for {
+		st, err := tg.status(ctx)
+		if err == nil && st.Balanced && len(st.Groups) == 2 && st.Groups[1].Partitions > 0 {
+			return st
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the cluster did not balance: %+v, %v", st, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// objectsOf counts the objects a node's own store holds.
+func objectsOf(ctx context.Context, t *testing.T, c *testutil.Cluster, i int) int64 {
+	t.Helper()
+	out, err := c.AdminCLI(ctx, i, "stats", "--objects", "--json")
+	if err != nil {
+		t.Fatalf("stats: %v: %s", err, out)
+	}
+	var st struct {
+		Objects struct{ Objects int64 } `json:"objects"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Objects.Objects
+}
+
+// TestClusterGroups: a second group joins a cluster holding data, under
+// a load of writes; partitions move to it by themselves until both
+// groups hold half; no write fails (beyond the SDK's retried 503s); every
+// acknowledged object then reads back identical through every node of
+// both groups and both routers, listings through either router are
+// complete and ordered (prefix, delimiter, start-after, continuation,
+// versions), and buckets, users and policies are the cluster's, in force
+// in both groups when the call that changed them returns.
+func TestClusterGroups(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	want := map[string][]byte{} // acknowledged: key → body
+	var writer sync.WaitGroup
+	stop := make(chan struct{})
+	tg := startTwoGroups(t, func(c *testutil.Cluster) {
+		cl := retrying(c.Client(0, 30*time.Second))
+		for _, b := range []string{"photos", "versioned"} {
+			if err := createBucket(ctx, cl, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := cl.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("versioned"),
+			VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 120 {
+			key := fmt.Sprintf("before/%02d/obj-%03d", i%7, i)
+			body := randomBytes(uint64(i), []int{100, 3000, 70 << 10}[i%3])
+			if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+				t.Fatal(err)
+			}
+			want[key] = body
+		}
+		for i := range 30 {
+			key := fmt.Sprintf("v/%02d", i%10)
+			if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("versioned"), Key: aws.String(key), Body: bytes.NewReader(randomBytes(uint64(1000+i), 5000))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Writes go on while g2 joins and partitions move.
+		writer.Add(1)
+		go func() {
+			defer writer.Done()
+			cls := []*s3.Client{retrying(c.Client(0, 30*time.Second)), retrying(c.Client(1, 30*time.Second)), retrying(c.Client(2, 30*time.Second))}
+			for i := 0; ctx.Err() == nil && i < 1000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("during/%02d/obj-%03d", i%5, i)
+				body := randomBytes(uint64(5000+i), []int{200, 9000, 40 << 10}[i%3])
+				_, err := cls[i%3].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String(key), Body: bytes.NewReader(body)})
+				if err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("PUT %s during the moves: %v", key, err)
+					}
+					return
+				}
+				mu.Lock()
+				want[key] = body
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	})
+	st := tg.waitBalanced(ctx, t)
+	t.Logf("balanced at epoch %d: %s %d, %s %d partitions", st.MapEpoch, st.Groups[0].Name, st.Groups[0].Partitions, st.Groups[1].Name, st.Groups[1].Partitions)
+	for _, g := range st.Groups {
+		if g.Partitions != g.Target || g.Partitions < 500 {
+			t.Errorf("group %s owns %d partitions, target %d", g.Name, g.Partitions, g.Target)
+		}
+	}
+	// Writes through the routers and g2's nodes once balanced.
+	for i, ep := range append(slices.Clone(tg.routers), tg.g2.Nodes[0].Endpoint()) {
+		cl := retrying(tg.g1.ClientOf(ep, 30*time.Second))
+		for j := range 20 {
+			key := fmt.Sprintf("after/%d/obj-%03d", i, j)
+			body := randomBytes(uint64(9000+100*i+j), 2000+j*500)
+			if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+				t.Fatalf("PUT %s through %s: %v", key, ep, err)
+			}
+			mu.Lock()
+			want[key] = body
+			mu.Unlock()
+		}
+	}
+	close(stop)
+	writer.Wait()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel2()
+	mu.Lock()
+	defer mu.Unlock()
+
+	// Objects landed in both groups: each group's members hold some.
+	n1, n4 := objectsOf(ctx2, t, tg.g1, 0), objectsOf(ctx2, t, tg.g2, 0)
+	t.Logf("objects held: g1 %d, g2 %d (of %d acknowledged, and 30 versions)", n1, n4, len(want))
+	if n1 == 0 || n4 == 0 || n1+n4 < int64(len(want)) {
+		t.Errorf("g1 holds %d objects, g2 %d, of %d", n1, n4, len(want))
+	}
+
+	// Every acknowledged object, identical, through every endpoint.
+	for _, ep := range tg.endpoints() {
+		cl := retrying(tg.g1.ClientOf(ep, 30*time.Second))
+		for key, body := range want {
+			got, err := getObject(ctx2, cl, "photos", key)
+			if err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("GET %s through %s: %d bytes (want %d), %v", key, ep, len(got), len(body), err)
+			}
+		}
+	}
+
+	// Listings through either router: complete, ordered.
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, ep := range tg.routers {
+		cl := retrying(tg.g1.ClientOf(ep, 30*time.Second))
+		checkListing(ctx2, t, cl, keys, "", "", "")
+		checkListing(ctx2, t, cl, keys, "during/", "", "")
+		checkListing(ctx2, t, cl, keys, "", "/", "")
+		checkListing(ctx2, t, cl, keys, "before/", "/", "")
+		checkListing(ctx2, t, cl, keys, "", "", "before/03/obj-050")
+		checkVersions(ctx2, t, cl, "versioned", 30)
+	}
+
+	// Users and policies are the cluster's, in force on every group when
+	// the call returns: a user added through g2's admin API reads a key
+	// g2 holds through the first router at once; a policy set through
+	// the second router lets anonymous reads of g2's keys through at once.
+	out, err := tg.g2.AdminCLI(ctx2, 1, "users", "add", "carol", "--json")
+	if err != nil {
+		t.Fatalf("users add on g2: %v: %s", err, out)
+	}
+	var carol struct {
+		AccessKey string `json:"access_key"`
+		Secret    string `json:"secret_key"`
+	}
+	if err := json.Unmarshal(out, &carol); err != nil || carol.AccessKey == "" {
+		t.Fatalf("users add: %s", out)
+	}
+	cc := testutil.S3Client(tg.routers[0], carol.AccessKey, carol.Secret)
+	if _, err := cc.CreateBucket(ctx2, &s3.CreateBucketInput{Bucket: aws.String("carols")}); err != nil {
+		t.Fatalf("the user added on g2, through the first router: %v", err)
+	}
+	for i := range 20 {
+		if _, err := cc.PutObject(ctx2, &s3.PutObjectInput{Bucket: aws.String("carols"), Key: aws.String(fmt.Sprintf("k%d", i)), Body: strings.NewReader("x")}); err != nil {
+			t.Fatalf("carol's PUT %d (some on each group): %v", i, err)
+		}
+	}
+	policy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::photos/after/*"}]}`
+	root := retrying(tg.g1.ClientOf(tg.routers[1], 30*time.Second))
+	if _, err := root.PutPublicAccessBlock(ctx2, &s3.PutPublicAccessBlockInput{Bucket: aws.String("photos"),
+		PublicAccessBlockConfiguration: &types.PublicAccessBlockConfiguration{BlockPublicAcls: aws.Bool(false), BlockPublicPolicy: aws.Bool(false),
+			IgnorePublicAcls: aws.Bool(false), RestrictPublicBuckets: aws.Bool(false)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.PutBucketPolicy(ctx2, &s3.PutBucketPolicyInput{Bucket: aws.String("photos"), Policy: aws.String(policy)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range append([]string{tg.g2.Nodes[2].Endpoint(), tg.g1.Nodes[2].Endpoint()}, tg.routers...) {
+		for _, key := range keys {
+			if !strings.HasPrefix(key, "after/") {
+				continue
+			}
+			resp, err := http.Get(ep + "/photos/" + key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !bytes.Equal(body, want[key]) {
+				t.Fatalf("anonymous GET %s through %s right after the policy: %s", key, ep, resp.Status)
+			}
+		}
+	}
+	// A bucket with objects in both groups is not deleted.
+	if _, err := root.DeleteBucket(ctx2, &s3.DeleteBucketInput{Bucket: aws.String("carols")}); err == nil || !strings.Contains(err.Error(), "BucketNotEmpty") {
+		t.Fatalf("delete a bucket with objects in both groups: %v", err)
+	}
+	out, err = tg.g1.AdminCLI(ctx2, 0, "cluster", "status")
+	if err != nil || !strings.Contains(string(out), "balanced") || !strings.Contains(string(out), "g2") {
+		t.Fatalf("cluster status: %v\n%s", err, out)
+	}
+}
+
+// checkListing lists the bucket "photos" by pages of 7 with prefix,
+// delimiter and start-after, and compares with what keys say.
+func checkListing(ctx context.Context, t *testing.T, cl *s3.Client, keys []string, prefix, delim, startAfter string) {
+	t.Helper()
+	var wantEntries []string
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, prefix) || k <= startAfter {
+			continue
+		}
+		e := k
+		if delim != "" {
+			if i := strings.Index(k[len(prefix):], delim); i >= 0 {
+				e = k[:len(prefix)+i+len(delim)]
+			}
+		}
+		if !seen[e] {
+			seen[e] = true
+			wantEntries = append(wantEntries, e)
+		}
+	}
+	var got []string
+	var token *string
+	for pages := 0; ; pages++ {
+		in := &s3.ListObjectsV2Input{Bucket: aws.String("photos"), MaxKeys: aws.Int32(7), ContinuationToken: token}
+		if prefix != "" {
+			in.Prefix = aws.String(prefix)
+		}
+		if delim != "" {
+			in.Delimiter = aws.String(delim)
+		}
+		if startAfter != "" && token == nil {
+			in.StartAfter = aws.String(startAfter)
+		}
+		out, err := cl.ListObjectsV2(ctx, in)
+		if err != nil {
+			t.Fatalf("list %q %q %q: %v", prefix, delim, startAfter, err)
+		}
+		var page []string
+		for _, o := range out.Contents {
+			page = append(page, *o.Key)
+		}
+		for _, p := range out.CommonPrefixes {
+			page = append(page, *p.Prefix)
+		}
+		sort.Strings(page)
+		if len(page) > 7 {
+			t.Fatalf("a page of %d entries", len(page))
+		}
+		got = append(got, page...)
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		token = out.NextContinuationToken
+	}
+	if !slices.Equal(got, wantEntries) {
+		t.Fatalf("list prefix %q delimiter %q start-after %q: %d entries, want %d\ngot  %v\nwant %v", prefix, delim, startAfter, len(got), len(wantEntries), got, wantEntries)
+	}
+}
+
+// checkVersions lists bucket's versions by pages of 4 and checks there
+// are n, each key's newest first and marked latest.
+func checkVersions(ctx context.Context, t *testing.T, cl *s3.Client, bucket string, n int) {
+	t.Helper()
+	var keys []string
+	latest := 0
+	var km, vm *string
+	for {
+		out, err := cl.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), MaxKeys: aws.Int32(4), KeyMarker: km, VersionIdMarker: vm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range out.Versions {
+			keys = append(keys, *v.Key)
+			if aws.ToBool(v.IsLatest) {
+				latest++
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		km, vm = out.NextKeyMarker, out.NextVersionIdMarker
+	}
+	if len(keys) != n || !sort.StringsAreSorted(keys) || latest != 10 {
+		t.Fatalf("versions of %s: %d (want %d), sorted %v, %d latest (want 10): %v", bucket, len(keys), n, sort.StringsAreSorted(keys), latest, keys)
+	}
+}

@@ -363,15 +363,19 @@ func waitForFile(t *testing.T, path string, size int64) []byte {
 // to the repository's root, or absolute); unset, it writes none.
 const screenshotsEnv = "B3_SCREENSHOTS"
 
-// browserShots are the pictures TestConsoleBrowser takes and
-// versionShots those TestConsoleVersions takes; screenshots, all of
-// them, are each shown by the docs (TestScreenshotsDocumented):
-// docs/console/NAME.png.
+// browserShots are the pictures TestConsoleBrowser takes, versionShots
+// those of TestConsoleVersions and clusterShots those of
+// TestConsoleCluster; screenshots, all of them, are each shown by the
+// docs (TestScreenshotsDocumented): docs/console/NAME.png.
 var (
 	browserShots = []string{"login", "buckets", "objects", "preview-image", "preview-hls", "details", "settings", "operations"}
 	versionShots = []string{"versions", "object-versions"}
-	screenshots  = slices.Concat(browserShots, versionShots)
+	clusterShots = []string{"cluster"}
+	screenshots  = slices.Concat(browserShots, versionShots, clusterShots)
 )
+
+// screenshotTests are the tests that take the screenshots.
+const screenshotTests = "TestConsoleBrowser|TestConsoleVersions|TestConsoleCluster"
 
 // screenshotDir is where screenshots go, "" for nowhere.
 func screenshotDir() string {

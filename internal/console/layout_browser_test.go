@@ -138,7 +138,10 @@ func TestConsoleLayout(t *testing.T) {
 		checkPage(t, ctx, at("buckets"))
 		do(t, ctx, at("objects"), chromedp.Navigate(objects), present(inRow(longKey, "button.versions")))
 		checkPage(t, ctx, at("objects"))
-		do(t, ctx, at("details"), chromedp.Click(inRow(longKey, "button.details")), present(chromedp.CSS("#share")))
+		do(t, ctx, at("create folder"), chromedp.Click(chromedp.ID("create-folder")), present(chromedp.CSS("#folder-name")))
+		checkPage(t, ctx, at("create folder"))
+		do(t, ctx, at("details"), chromedp.Click(chromedp.CSS(".modal button.close")), absent(chromedp.CSS(".modal")),
+			chromedp.Click(inRow(longKey, "button.details")), present(chromedp.CSS("#share")))
 		checkPage(t, ctx, at("details"))
 		do(t, ctx, at("versions"), chromedp.Evaluate[chromedp.Void](fmt.Sprintf("versionsDialog(%s, %s)", jsString(bucket), jsString(longKey))),
 			present(chromedp.CSS("#versions-table button.restore")))
@@ -180,8 +183,9 @@ func clearField(sel string) chromedp.Action[chromedp.Void] {
 // TestConsoleForms: the forms say what is wrong next to the field that
 // is wrong, and change nothing on the server until it is right; they
 // are filled and sent from the keyboard. Create a bucket (a bad name, a
-// name in use), a lifecycle rule (0 days), a CORS rule (no origin), and
-// versioning; each result read back with the AWS SDK.
+// name in use), a folder (no name), a lifecycle rule (0 days), a CORS
+// rule (no origin), and versioning; each result read back with the AWS
+// SDK.
 func TestConsoleForms(t *testing.T) {
 	srv := testutil.StartServer(t, testutil.ServerOptions{})
 	consoleURL := "http://" + srv.ConsoleAddr + "/"
@@ -224,6 +228,15 @@ func TestConsoleForms(t *testing.T) {
 		present(chromedp.CSS(`tr[data-bucket="fresh-bucket"]`)))
 	if got := strings.Join(buckets(), " "); got != "fresh-bucket taken" {
 		t.Errorf("buckets %q, want fresh-bucket and taken", got)
+	}
+
+	// A folder: a name is needed; made, the page opens it.
+	do(t, ctx, "create a folder without a name", chromedp.Click(chromedp.CSS(`tr[data-bucket="fresh-bucket"] a.bucket-link`)),
+		present(chromedp.CSS("#create-folder")), chromedp.Click(chromedp.ID("create-folder")), present(chromedp.CSS("#folder-name")),
+		chromedp.KeyEvent("\r"), waitTrue(`document.getElementById('folder-name-error').textContent !== ''`))
+	do(t, ctx, "name it", chromedp.KeyEvent("photos 2026\r"), waitTrue(`location.hash.includes('prefix=photos+2026%2F')`), absent(chromedp.CSS(".modal")))
+	if _, err := c.HeadObject(t.Context(), headObject("fresh-bucket", "photos 2026/")); err != nil {
+		t.Errorf("the folder made in the console: %v", err)
 	}
 
 	// Lifecycle: 0 days is refused in the page, next to the field.

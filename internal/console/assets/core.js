@@ -322,7 +322,7 @@ B3.pages.login = function () {
     } catch (err) { msg.textContent = err.message; secret.focus(); }
   } },
   el('div', { class: 'brand' }, icon('logo', 'logo'), el('h1', { id: 'login-title', text: 'b3 console' })),
-  el('p', { class: 'muted', text: 'Log in with an access key and its secret key: the root user\'s or one made with b3 admin users add.' }),
+  el('p', { class: 'muted', style: 'margin-bottom:16px' }, 'Log in with an access key and its secret key: the root user\'s, or one made with ', el('code', { text: 'b3 admin users add' }), '.'),
   field('Access key', key), field('Secret key', secret),
   el('button', { class: 'primary', type: 'submit', id: 'login', text: 'Log in' }), msg);
   return form;

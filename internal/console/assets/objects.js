@@ -56,6 +56,7 @@ B3.pages.b = async function (main, r) {
       actions: el('div', { class: 'row' },
         el('button', { class: 'primary', id: 'upload-files', text: 'Upload files', onclick: () => fileInput.click() }),
         el('button', { text: 'Upload folder', onclick: () => dirInput.click() }),
+        el('button', { id: 'create-folder', text: 'Create folder', onclick: () => createFolder(bucket, prefix) }),
         el('a', { class: 'button', href: '#/settings/' + encodeURIComponent(bucket), text: 'Bucket settings' }),
         el('label', { for: 'file-input', class: 'sr-only', text: 'Files to upload' }), fileInput,
         el('label', { for: 'dir-input', class: 'sr-only', text: 'Folder to upload' }), dirInput) }),
@@ -147,6 +148,29 @@ B3.pages.b = async function (main, r) {
       go(hash({ token: next }));
     } }));
 };
+
+// createFolder asks for a name and makes the folder prefix+NAME/ as S3
+// consoles do: an empty object whose key ends in "/", so the folder is
+// listed before anything is put in it.
+function createFolder(bucket, prefix) {
+  const name = el('input', { id: 'folder-name', autocomplete: 'off', spellcheck: false, size: 40 });
+  const form = el('form', { noValidate: true, onsubmit: async e => {
+    e.preventDefault();
+    const folder = name.value.trim().replace(/\/+$/, '');
+    if (!folder) return setError(name, 'Give the folder a name.');
+    if (folder.startsWith('/') || folder.split('/').some(p => p === '' || p === '.' || p === '..')) return setError(name, 'A name may hold "/" between parts, not at the start, twice in a row, or as . or .. parts.');
+    try {
+      await s3('PUT', bucket, prefix + folder + '/', null, { body: '' });
+      m.close();
+      toast('Folder ' + folder + '/ created');
+      go(objectsHash(bucket, prefix + folder + '/'));
+    } catch (err) { setError(name, err.message); }
+  } }, field('Folder name', name, { hint: 'Made in ' + bucket + '/' + prefix + ' as the empty object NAME/; "/" inside the name makes folders within folders.' }),
+  el('div', { class: 'row' }, el('button', { class: 'primary', type: 'submit', id: 'create-folder-submit', text: 'Create folder' })));
+  closeModals();
+  const m = modal('Create a folder', form);
+  name.focus();
+}
 
 async function deleteSelected(bucket, body, versions) {
   const items = Array.from(body.querySelectorAll('input.pick:checked')).map(c => c.item).filter(Boolean);

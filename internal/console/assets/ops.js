@@ -182,18 +182,18 @@ async function usersSection(card) {
 
 B3.pages.cluster = async function (main) {
   main.append(pageHead('Cluster', { lead: 'The replica group as this node sees it, refreshed every 3 s.' }));
-  const box = el('div', { class: 'card', id: 'cluster' });
+  const box = el('section', { class: 'card', id: 'cluster', 'aria-label': 'Replica group' });
   main.append(box);
   const refresh = async () => {
     try {
       const st = await api('GET', '/api/admin/cluster');
       clear(box, el('p', { text: 'Leader ' + (st.leader || '(none)') + ', term ' + st.term + ', replication ' + st.replication + ' (as seen by ' + st.node + ')' }),
-        el('table', {}, el('thead', {}, el('tr', {}, ['Node', 'Address', 'Health', 'State', 'Applied', 'Lag (entries)', 'Lag (s)', 'Pushing', 'Last contact'].map(t => el('th', { text: t })))),
-          el('tbody', {}, st.members.map(m => el('tr', {}, el('td', { text: m.id }), el('td', { text: m.cluster_address }),
+        el('div', { class: 'table-wrap' }, el('table', {}, el('thead', {}, el('tr', {}, ['Node', 'Address', 'Health', 'State', 'Applied', 'Lag (entries)', 'Lag (s)', 'Pushing', 'Last contact'].map((t, i) => el('th', { text: t, class: i >= 4 ? 'num' : null })))),
+          el('tbody', {}, st.members.map(m => el('tr', { 'data-member': m.id }, el('td', { text: m.id }), el('td', { text: m.cluster_address }),
             el('td', { class: m.healthy ? 'ok' : 'error', text: m.healthy ? 'healthy' : (m.error || 'down') }), el('td', { text: m.state || '' }),
             el('td', { class: 'num', text: String(m.applied_index) }), el('td', { class: 'num', text: String(m.lag_entries) }),
             el('td', { class: 'num', text: m.lag_seconds.toFixed(1) }), el('td', { class: 'num', text: fmtBytes(m.pending_push_bytes) }),
-            el('td', { class: 'num', text: m.last_contact_seconds ? m.last_contact_seconds.toFixed(1) + ' s' : '' }))))));
+            el('td', { class: 'num', text: m.last_contact_seconds ? m.last_contact_seconds.toFixed(1) + ' s' : '' })))))));
     } catch (err) { clear(box, el('p', { class: 'error', text: err.message })); }
   };
   await refresh();

@@ -111,8 +111,8 @@ async function vacuumCard(card) {
       el('div', { class: 'fields' }, field('Dead share to rewrite', threshold, { hint: 'A segment is rewritten when at least this share (0–1) of it is dead; empty: the server\'s setting.' }),
         el('div', { class: 'field', style: 'flex:none;padding-top:23px' }, el('div', { class: 'row', style: 'margin:0' }, card.start,
           el('button', { text: 'Stop vacuum', onclick: () => adminAct('POST', 'vacuum/stop', undefined, 'Vacuum stopped') })))),
-      el('div', { class: 'fields' }, field('Automatic vacuum every', interval, { hint: 'A duration such as 30m or 6h; 0 turns automatic vacuum off.' }),
-        el('div', { class: 'field', style: 'flex:none;padding-top:23px' }, el('button', { text: 'Set interval', onclick: () => adminAct('POST', 'vacuum/auto', { interval: interval.value }, 'Automatic vacuum set', interval) }))),
+      el('div', { class: 'fields' }, field('Automatic vacuum every', interval, { hint: 'How often the server checks for segments worth rewriting: a duration such as 30m or 6h. Kept across restarts.' }),
+        el('div', { class: 'field', style: 'flex:none;padding-top:23px' }, el('button', { text: 'Set interval', class: 'set-interval', onclick: () => adminAct('POST', 'vacuum/auto', { interval: interval.value }, 'Automatic vacuum set', interval) }))),
       el('div', { class: 'row' }, el('button', { id: 'lifecycle-run', text: 'Run a lifecycle pass now', onclick: () => adminAct('POST', 'lifecycle/run', undefined, 'Lifecycle pass done') })));
   }
   card.start.disabled = running;

@@ -184,8 +184,8 @@ func clearField(sel string) chromedp.Action[chromedp.Void] {
 // is wrong, and change nothing on the server until it is right; they
 // are filled and sent from the keyboard. Create a bucket (a bad name, a
 // name in use), a folder (no name), a lifecycle rule (0 days), a CORS
-// rule (no origin), and versioning; each result read back with the AWS
-// SDK.
+// rule (no origin), versioning on and suspended; each result read back
+// with the AWS SDK.
 func TestConsoleForms(t *testing.T) {
 	srv := testutil.StartServer(t, testutil.ServerOptions{})
 	consoleURL := "http://" + srv.ConsoleAddr + "/"
@@ -281,5 +281,11 @@ func TestConsoleForms(t *testing.T) {
 	v, err := c.GetBucketVersioning(t.Context(), &s3.GetBucketVersioningInput{Bucket: aws.String("fresh-bucket")})
 	if err != nil || v.Status != types.BucketVersioningStatusEnabled {
 		t.Errorf("versioning after Enable: %q (%v), want Enabled", v.Status, err)
+	}
+	do(t, ctx, "suspend versioning", present(chromedp.CSS("#versioning-suspend:enabled")), chromedp.Click(chromedp.ID("versioning-suspend")),
+		toastSaid("Versioning suspended"))
+	v, err = c.GetBucketVersioning(t.Context(), &s3.GetBucketVersioningInput{Bucket: aws.String("fresh-bucket")})
+	if err != nil || v.Status != types.BucketVersioningStatusSuspended {
+		t.Errorf("versioning after Suspend: %q (%v), want Suspended", v.Status, err)
 	}
 }

@@ -158,6 +158,18 @@ func TestConsoleVersions(t *testing.T) {
 	if _, markers := versionsOf("reports/gone.txt"); markers != 0 {
 		t.Errorf("after Undelete the key has %d delete markers, want none", markers)
 	}
+
+	// The dialog lists a bounded number of versions and says so.
+	do(t, ctx, "a key with more versions than the dialog lists", chromedp.Navigate(consoleURL+"#/b/"+bucket+"?prefix=reports%2F"),
+		present(inRow(key, "button.versions")), chromedp.Evaluate[chromedp.Void](`B3.versionsShown = 2`),
+		chromedp.Click(inRow(key, "button.versions")), present(chromedp.CSS("#versions-table")))
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#versions-table tbody tr').length`))
+	if err != nil || rows != 2 {
+		t.Errorf("with at most 2 shown the dialog lists %d versions (%v), want 2", rows, err)
+	}
+	if said, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#versions > p"))); err != nil || !strings.HasPrefix(said, "The newest 2 versions") {
+		t.Errorf("the dialog says %q (%v), want that it shows the newest 2", said, err)
+	}
 	checkShots()
 }
 

@@ -178,7 +178,7 @@ function confirmBox(title, message, yes) {
   return new Promise(resolve => {
     let answered = false;
     const m = modal(title, el('div', {},
-      el('p', { text: message }),
+      el('p', { text: message, style: 'white-space:pre-line;word-break:break-all' }),
       el('div', { class: 'row' },
         el('button', { class: 'danger confirm-yes', text: yes || 'Yes', onclick: () => { answered = true; m.close(); resolve(true); } }),
         el('button', { text: 'Cancel', onclick: () => m.close() }))),

@@ -55,19 +55,26 @@ function restoreVersion(bucket, key, versionId) {
     'x-amz-copy-source': '/' + encodeURIComponent(bucket) + '/' + encodeKey(key) + '?versionId=' + encodeURIComponent(versionId) } });
 }
 
+// B3.versionsShown bounds the versions the dialog lists: a key rewritten
+// a million times is not loaded whole (Show versions pages through all).
+B3.versionsShown = 1000;
+
 // versionsOfKey lists the versions and delete markers of exactly key,
-// newest first, a listing page (1000) at a time until the key's last.
+// newest first, a listing page at a time, up to B3.versionsShown; more
+// says there are others after them.
 async function versionsOfKey(bucket, key) {
-  const out = [];
+  const list = [];
   let keyMarker = '', versionMarker = '';
   for (;;) {
     const q = { prefix: key, 'max-keys': '1000' };
     if (keyMarker) { q['key-marker'] = keyMarker; q['version-id-marker'] = versionMarker; }
     const { doc } = await s3('GET', bucket, '', 'versions&' + new URLSearchParams(q), { xml: true });
     const page = versionEntries(doc);
-    out.push(...page.filter(v => v.key === key));
+    list.push(...page.filter(v => v.key === key));
     // Keys after this one (key + more) sort after all of its versions.
-    if (xtext(doc, 'IsTruncated') !== 'true' || page.some(v => v.key > key)) return out;
+    const done = xtext(doc, 'IsTruncated') !== 'true' || page.some(v => v.key > key);
+    const most = B3.versionsShown;
+    if (done || list.length >= most) return { list: list.slice(0, most), more: !done || list.length > most };
     keyMarker = xtext(doc, 'NextKeyMarker'); versionMarker = xtext(doc, 'NextVersionIdMarker');
   }
 }
@@ -78,8 +85,8 @@ async function versionsDialog(bucket, key) {
   closeModals();
   const m = modal('Versions of ' + key, box);
   const fill = async () => {
-    let list;
-    try { list = await versionsOfKey(bucket, key); } catch (err) { clear(box, el('p', { class: 'error', text: err.message })); return; }
+    let list, more;
+    try { ({ list, more } = await versionsOfKey(bucket, key)); } catch (err) { clear(box, el('p', { class: 'error', text: err.message })); return; }
     if (!m.box.isConnected) return;
     const body = el('tbody');
     for (const v of list) {
@@ -89,7 +96,8 @@ async function versionsDialog(bucket, key) {
         el('td', { class: 'actions' }, versionActions(bucket, v, () => { fill(); if (route().page === 'b') refreshBehind(); }))));
     }
     if (!list.length) body.append(el('tr', {}, el('td', { colSpan: 5, class: 'muted', text: 'No versions: the key is gone.' })));
-    clear(box, el('p', { class: 'muted', text: list.length + (list.length === 1 ? ' version' : ' versions') + ', newest first. Restore copies a version over the key; Delete removes that version for good.' }),
+    const count = more ? 'The newest ' + list.length + ' versions (Show versions on the object page lists them all)' : list.length + (list.length === 1 ? ' version' : ' versions') + ', newest first';
+    clear(box, el('p', { class: 'muted', text: count + '. Restore copies a version over the key; Delete removes that version for good.' }),
       el('div', { class: 'table-wrap' }, el('table', { id: 'versions-table' }, el('caption', { class: 'sr-only', text: 'Versions of ' + key }),
         el('thead', {}, el('tr', {}, el('th', { text: 'Version' }), el('th', { text: 'State' }), el('th', { class: 'num', text: 'Size' }),
           el('th', { text: 'Modified' }), el('th', {}, el('span', { class: 'sr-only', text: 'Actions' })))), body)));

@@ -184,8 +184,9 @@ func clearField(sel string) chromedp.Action[chromedp.Void] {
 // is wrong, and change nothing on the server until it is right; they
 // are filled and sent from the keyboard. Create a bucket (a bad name, a
 // name in use), a folder (no name), a lifecycle rule (0 days), a CORS
-// rule (no origin), versioning on and suspended; each result read back
-// with the AWS SDK.
+// rule (no origin), a policy (not JSON), the ACL (public while Block
+// Public Access refuses it), versioning on and suspended; each result
+// read back with the AWS SDK.
 func TestConsoleForms(t *testing.T) {
 	srv := testutil.StartServer(t, testutil.ServerOptions{})
 	consoleURL := "http://" + srv.ConsoleAddr + "/"
@@ -275,6 +276,40 @@ func TestConsoleForms(t *testing.T) {
 	if err != nil || len(cors.CORSRules) != 1 || strings.Join(cors.CORSRules[0].AllowedOrigins, " ") != "https://app.example.com" ||
 		strings.Join(cors.CORSRules[0].AllowedMethods, " ") != "GET" {
 		t.Errorf("CORS after saving: %+v (%v), want https://app.example.com, GET", cors, err)
+	}
+
+	// The policy and the ACL: the server's refusal shows at the field.
+	do(t, ctx, "a policy that is not JSON", chromedp.SendKeys(chromedp.ID("policy"), "{ not json"), chromedp.Click(chromedp.ID("policy-save")),
+		waitTrue(`document.getElementById('policy-error').textContent !== ''`))
+	if _, err := c.GetBucketPolicy(t.Context(), &s3.GetBucketPolicyInput{Bucket: aws.String("fresh-bucket")}); testutil.APICode(err) != "NoSuchBucketPolicy" {
+		t.Errorf("after a refused policy the bucket's policy: %v, want none", err)
+	}
+	if _, err := c.PutBucketOwnershipControls(t.Context(), &s3.PutBucketOwnershipControlsInput{Bucket: aws.String("fresh-bucket"),
+		OwnershipControls: &types.OwnershipControls{Rules: []types.OwnershipControlsRule{{ObjectOwnership: types.ObjectOwnershipBucketOwnerPreferred}}}}); err != nil {
+		t.Fatal(err)
+	}
+	publicRead := func() bool {
+		acl, err := c.GetBucketAcl(t.Context(), &s3.GetBucketAclInput{Bucket: aws.String("fresh-bucket")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range acl.Grants {
+			if strings.HasSuffix(aws.ToString(g.Grantee.URI), "/global/AllUsers") {
+				return true
+			}
+		}
+		return false
+	}
+	do(t, ctx, "public-read while Block Public Access is on", chromedp.Navigate(consoleURL+"#/settings/fresh-bucket"), chromedp.Reload(),
+		present(chromedp.CSS("#acl")), chromedp.SetValue(chromedp.ID("acl"), "public-read"), chromedp.Click(chromedp.ID("acl-save")),
+		waitTrue(`document.getElementById('acl-error').textContent !== ''`))
+	if publicRead() {
+		t.Error("the ACL refused in the page was made public all the same")
+	}
+	do(t, ctx, "lift Block new public ACLs, then public-read", chromedp.Click(chromedp.ID("pab-BlockPublicAcls")), chromedp.Click(chromedp.ID("pab-save")),
+		toastSaid("Block Public Access saved"), chromedp.Click(chromedp.ID("acl-save")), toastSaid("ACL: public-read"))
+	if !publicRead() {
+		t.Error("after saving public-read the bucket's ACL has no grant to everyone")
 	}
 
 	do(t, ctx, "enable versioning", chromedp.Click(chromedp.ID("versioning-enable")), toastSaid("Versioning enabled"))

@@ -185,8 +185,9 @@ func clearField(sel string) chromedp.Action[chromedp.Void] {
 // are filled and sent from the keyboard. Create a bucket (a bad name, a
 // name in use), a folder (no name), a lifecycle rule (0 days), a CORS
 // rule (no origin), a policy (not JSON), the ACL (public while Block
-// Public Access refuses it), versioning on and suspended; each result
-// read back with the AWS SDK.
+// Public Access refuses it), Object Lock and its default retention (0
+// days), versioning on and suspended; each result read back with the
+// AWS SDK.
 func TestConsoleForms(t *testing.T) {
 	srv := testutil.StartServer(t, testutil.ServerOptions{})
 	consoleURL := "http://" + srv.ConsoleAddr + "/"
@@ -312,6 +313,38 @@ func TestConsoleForms(t *testing.T) {
 		t.Error("after saving public-read the bucket's ACL has no grant to everyone")
 	}
 
+	// Object Lock: turned on for a versioned bucket, then its default
+	// retention (0 days refused next to the field).
+	versionedBucket(t, c, "lock-later")
+	do(t, ctx, "turn on Object Lock", chromedp.Navigate(consoleURL+"#/settings/lock-later"), present(chromedp.CSS("#object-lock-enable:enabled")),
+		chromedp.Click(chromedp.ID("object-lock-enable")), chromedp.Click(chromedp.CSS(".confirm-yes")), present(chromedp.CSS("#lock-mode")))
+	lockRule := func() (types.ObjectLockRetentionMode, int32) {
+		out, err := c.GetObjectLockConfiguration(t.Context(), &s3.GetObjectLockConfigurationInput{Bucket: aws.String("lock-later")})
+		if err != nil {
+			t.Fatalf("Object Lock of lock-later: %v", err)
+		}
+		if out.ObjectLockConfiguration.Rule == nil || out.ObjectLockConfiguration.Rule.DefaultRetention == nil {
+			return "", 0
+		}
+		r := out.ObjectLockConfiguration.Rule.DefaultRetention
+		return r.Mode, aws.ToInt32(r.Days)
+	}
+	if mode, days := lockRule(); mode != "" || days != 0 {
+		t.Errorf("Object Lock just turned on has default retention %s %d days, want none", mode, days)
+	}
+	do(t, ctx, "governance for 0 days", chromedp.SetValue(chromedp.ID("lock-mode"), "GOVERNANCE"), clearField("#lock-days"),
+		chromedp.SendKeys(chromedp.ID("lock-days"), "0"), chromedp.Click(chromedp.ID("lock-save")),
+		waitTrue(`document.getElementById('lock-days-error').textContent !== ''`))
+	if mode, _ := lockRule(); mode != "" {
+		t.Errorf("a refused default retention was saved: %s", mode)
+	}
+	do(t, ctx, "governance for 30 days", clearField("#lock-days"), chromedp.SendKeys(chromedp.ID("lock-days"), "30"),
+		chromedp.Click(chromedp.ID("lock-save")), toastSaid("Default retention saved"))
+	if mode, days := lockRule(); mode != types.ObjectLockRetentionModeGovernance || days != 30 {
+		t.Errorf("default retention after saving: %s %d days, want GOVERNANCE 30", mode, days)
+	}
+
+	do(t, ctx, "back to fresh-bucket", chromedp.Navigate(consoleURL+"#/settings/fresh-bucket"), present(chromedp.CSS("#versioning-enable")))
 	do(t, ctx, "enable versioning", chromedp.Click(chromedp.ID("versioning-enable")), toastSaid("Versioning enabled"))
 	v, err := c.GetBucketVersioning(t.Context(), &s3.GetBucketVersioningInput{Bucket: aws.String("fresh-bucket")})
 	if err != nil || v.Status != types.BucketVersioningStatusEnabled {

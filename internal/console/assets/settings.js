@@ -1,5 +1,5 @@
-// A bucket's settings: usage, public access, versioning, lifecycle rules
-// (a form), CORS rules (a form). Every change is the S3 API's own
+// A bucket's settings: usage, versioning, Object Lock, public access,
+// lifecycle rules (a form), CORS rules (a form). Every change is the S3 API's own
 // configuration call, so the owner-only rule is the S3 API's.
 'use strict';
 
@@ -9,10 +9,12 @@ B3.pages.settings = async function (main, r) {
     crumbs: el('nav', { class: 'crumbs row', 'aria-label': 'Bucket' }, el('a', { href: '#/buckets', text: 'Buckets' }), '/',
       el('a', { href: '#/b/' + encodeURIComponent(bucket), text: bucket }), '/', el('span', { text: 'Settings' })),
     lead: 'Each setting is the S3 API\'s own configuration of the bucket; what each one does is written beside it.' }));
-  const sections = [usageCard, versioningCard, accessCard, lifecycleCard, corsCard];
-  const cards = sections.map((f, i) => el('section', { class: 'card' + (i >= 2 ? ' wide' : ''), id: 'card-' + ['usage', 'versioning', 'access', 'lifecycle', 'cors'][i] }));
-  main.append(el('div', { class: 'grid' }, cards));
-  await Promise.all(sections.map(async (f, i) => {
+  // Three small cards side by side, then the large ones at full width.
+  const sections = [['usage', usageCard], ['versioning', versioningCard], ['object-lock', objectLockCard],
+    ['access', accessCard], ['lifecycle', lifecycleCard], ['cors', corsCard]];
+  const cards = sections.map(([name]) => el('section', { class: 'card', id: 'card-' + name }));
+  main.append(el('div', { class: 'grid three' }, cards.slice(0, 3)), el('div', { class: 'stack' }, cards.slice(3)));
+  await Promise.all(sections.map(async ([, f], i) => {
     try { await f(cards[i], bucket); } catch (err) { cards[i].append(el('p', { class: 'error', text: err.message })); }
   }));
   main.dataset.ready = 'settings'; // every card drawn (the browser test's cue)
@@ -125,6 +127,55 @@ async function versioningCard(card, bucket) {
       'Suspended: new writes replace the current version; versions kept so far stay. A bucket that had versioning on can be suspended, not turned off.' }),
     el('div', { class: 'row' }, el('button', { id: 'versioning-enable', text: 'Enable versioning', disabled: status === 'Enabled', onclick: () => set('Enabled') }),
       el('button', { id: 'versioning-suspend', text: 'Suspend versioning', disabled: status !== 'Enabled', onclick: () => set('Suspended') })));
+}
+
+// objectLockCard shows whether Object Lock is on, turns it on (a bucket
+// with versioning on; it cannot be turned off again), and edits the
+// default retention new objects get.
+async function objectLockCard(card, bucket) {
+  card.append(el('h2', { text: 'Object Lock' }));
+  let conf = null;
+  try {
+    conf = (await s3('GET', bucket, '', 'object-lock', { xml: true })).doc;
+  } catch (err) {
+    if (err.code === 'NotImplemented') { card.append(el('p', { class: 'muted', text: 'This server does not support Object Lock.' })); return; }
+    if (err.code !== 'ObjectLockConfigurationNotFoundError') throw err;
+  }
+  const explain = 'A locked version cannot be deleted or overwritten until its retention ends (Governance: users allowed to bypass it may; ' +
+    'Compliance: no one may), or while it has a legal hold.';
+  if (!conf) {
+    card.firstChild.append(el('span', { class: 'badge', text: 'off' }));
+    const { doc } = await s3('GET', bucket, '', 'versioning', { xml: true });
+    const versioned = xtext(doc, 'Status') === 'Enabled';
+    card.append(el('p', { class: 'muted', text: explain }),
+      el('p', { class: 'muted', text: versioned ? 'Turning it on cannot be undone.' : 'It can be turned on while versioning is on; turning it on cannot be undone.' }),
+      el('div', { class: 'row' }, el('button', { id: 'object-lock-enable', text: 'Turn on Object Lock', disabled: !versioned, onclick: async () => {
+        if (!await confirmBox('Turn on Object Lock for ' + bucket + '?', 'Object Lock cannot be turned off again. Versions stay deletable until a retention or legal hold is put on them.', 'Turn on')) return;
+        try {
+          await s3('PUT', bucket, '', 'object-lock', { body: xmlDoc('ObjectLockConfiguration', [['ObjectLockEnabled', 'Enabled']]), headers: { 'Content-Type': 'application/xml' } });
+          toast('Object Lock on'); render();
+        } catch (err) { toast(err.message, true); }
+      } })));
+    return;
+  }
+  card.firstChild.append(el('span', { class: 'badge ok', text: 'on' }));
+  const mode = el('select', { id: 'lock-mode' }, [['', 'None: objects are not locked unless a request asks'], ['GOVERNANCE', 'Governance'], ['COMPLIANCE', 'Compliance']]
+    .map(([v, t]) => el('option', { value: v, text: t, selected: v === xtext(conf, 'Mode') })));
+  const years = xtext(conf, 'Years');
+  const days = el('input', { id: 'lock-days', type: 'number', min: 1, value: years ? String(Number(years) * 365) : xtext(conf, 'Days'), style: 'width:100%' });
+  card.append(el('p', { class: 'muted', text: explain }),
+    el('div', { class: 'fields' }, field('Default retention', mode, { hint: 'What a new object gets when its upload asks for no lock.' }),
+      field('Days', days, { hint: 'How long the default retention lasts.' })),
+    el('div', { class: 'row' }, el('button', { id: 'lock-save', text: 'Save default retention', onclick: async () => {
+      clearErrors(card);
+      const n = Number(days.value);
+      if (mode.value && !(Number.isInteger(n) && n >= 1)) return setError(days, 'A whole number of days, 1 or more.');
+      const rule = mode.value ? [['Rule', [['DefaultRetention', [['Mode', mode.value], ['Days', n]]]]]] : [];
+      try {
+        await s3('PUT', bucket, '', 'object-lock', { body: xmlDoc('ObjectLockConfiguration', [['ObjectLockEnabled', 'Enabled']].concat(rule)), headers: { 'Content-Type': 'application/xml' } });
+        toast('Default retention saved');
+      } catch (err) { setError(days, err.message); }
+    } })));
 }
 
 // lifecycleCard edits the rules a form can express: a prefix, expiry

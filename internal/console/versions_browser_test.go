@@ -3,6 +3,7 @@ package console_test
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,8 +22,8 @@ import (
 // TestConsoleVersions drives the versions of a versioned bucket in
 // headless Chromium against a real b3 server: the Versions dialog lists
 // a key's versions newest first; a version downloads with its own bytes;
-// Restore makes an old version current again (a new version, nothing
-// lost); Delete removes exactly one version; Show versions lists a
+// Restore makes an old version current again, with its headers,
+// metadata and tags (a new version, nothing lost); Delete removes exactly one version; Show versions lists a
 // deleted key's delete marker, and Undelete brings the key back. The
 // dialog works from the keyboard. Every result is checked on the server
 // with the AWS SDK.
@@ -33,9 +34,11 @@ func TestConsoleVersions(t *testing.T) {
 	c := srv.Client(10 * time.Second)
 	bucket := "history"
 	versionedBucket(t, c, bucket)
+	// Each version has its own content type, metadata and tag, which a
+	// restore must bring back with the bytes.
 	put := func(key, body string) string {
 		out, err := c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(body),
-			ContentType: aws.String("text/plain")})
+			ContentType: aws.String("text/plain; draft=" + body), Metadata: map[string]string{"draft": body}, Tagging: aws.String("draft=" + url.QueryEscape(body))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,6 +124,14 @@ func TestConsoleVersions(t *testing.T) {
 		toastSaid("Restored "+key+" from version "+v1), waitTrue(`document.querySelectorAll('#versions-table tbody tr').length === 4`))
 	if got := current(key); got != "first draft" {
 		t.Errorf("after Restore the object reads %q, want the first version's %q", got, "first draft")
+	}
+	head, err := c.HeadObject(t.Context(), headObject(bucket, key))
+	if err != nil || aws.ToString(head.ContentType) != "text/plain; draft=first draft" || head.Metadata["draft"] != "first draft" {
+		t.Errorf("after Restore: content type %q, metadata %v (%v); want the first version's", aws.ToString(head.ContentType), head.Metadata, err)
+	}
+	tags, err := c.GetObjectTagging(t.Context(), &s3.GetObjectTaggingInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil || len(tags.TagSet) != 1 || aws.ToString(tags.TagSet[0].Value) != "first draft" {
+		t.Errorf("after Restore the tags are %+v (%v), want the first version's draft=first draft", tags, err)
 	}
 	if ids, _ := versionsOf(key); len(ids) != 4 {
 		t.Errorf("after Restore the key has versions %v, want 4 (the restored copy and the three before)", ids)

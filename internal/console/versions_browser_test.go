@@ -23,8 +23,9 @@ import (
 // headless Chromium against a real b3 server: the Versions dialog lists
 // a key's versions newest first; a version downloads with its own bytes;
 // Restore makes an old version current again, with its headers,
-// metadata and tags (a new version, nothing lost); Delete removes exactly one version; Show versions lists a
-// deleted key's delete marker, and Undelete brings the key back. The
+// metadata and tags (a new version, nothing lost); Delete removes exactly
+// one version; Show versions lists a deleted key's delete marker, and
+// Undelete brings the key back; the dialog lists a bounded number. The
 // dialog works from the keyboard. Every result is checked on the server
 // with the AWS SDK.
 func TestConsoleVersions(t *testing.T) {

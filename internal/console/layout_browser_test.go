@@ -97,10 +97,12 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-// TestConsoleLayout opens every page and dialog of the console at 1280
-// px and at 1920 px wide, with long keys, metadata and rules in them,
-// and checks each (checkPage): nothing wider than the window, every
-// control labelled, every text in the console's own fonts.
+// TestConsoleLayout opens the console's pages (login, buckets, objects,
+// all versions, settings, operations) and its Create folder, Details and
+// Versions dialogs at 1280 px and at 1920 px wide, with long unbroken
+// keys, metadata and rules in them, and checks each (checkPage): nothing
+// wider than the window, every control labelled, every text in the
+// console's own fonts. (TestConsoleCluster checks the Cluster page.)
 func TestConsoleLayout(t *testing.T) {
 	srv := testutil.StartServer(t, testutil.ServerOptions{})
 	consoleURL := "http://" + srv.ConsoleAddr + "/"

@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
@@ -160,6 +161,7 @@ func TestConsoleBrowser(t *testing.T) {
 	downloads := t.TempDir()
 
 	ctx, newTab := newBrowser(t)
+	failOnScriptErrors(t, ctx)
 	if err := trapAlert(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func TestConsoleBrowser(t *testing.T) {
 		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
 		t.Fatal(err)
 	}
-	shot, checkShots := screenshotter(t, ctx)
+	shot, checkShots := screenshotter(t, ctx, browserShots)
 	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		do(t, ctx, step, actions...)
@@ -238,7 +240,21 @@ func TestConsoleBrowser(t *testing.T) {
 	testModalsFollowRoute(t, ctx, consoleURL)
 
 	// The other main pages, for the documentation's pictures.
-	run("settings", chromedp.Navigate(consoleURL+"#/settings/media"), present(chromedp.CSS("#usage")))
+	// A lifecycle rule and a CORS rule, so the picture shows the forms filled in.
+	c := srv.Client(10 * time.Second)
+	if _, err := c.PutBucketLifecycleConfiguration(t.Context(), &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String("media"),
+		LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: []types.LifecycleRule{{ID: aws.String("expire-recordings"), Status: types.ExpirationStatusEnabled,
+			Filter: &types.LifecycleRuleFilter{Prefix: aws.String("recordings/")}, Expiration: &types.LifecycleExpiration{Days: aws.Int32(30)},
+			AbortIncompleteMultipartUpload: &types.AbortIncompleteMultipartUpload{DaysAfterInitiation: aws.Int32(2)}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBucketCors(t.Context(), &s3.PutBucketCorsInput{Bucket: aws.String("media"), CORSConfiguration: &types.CORSConfiguration{
+		CORSRules: []types.CORSRule{{AllowedOrigins: []string{"https://player.example.com"}, AllowedMethods: []string{"GET", "HEAD"},
+			AllowedHeaders: []string{"Range"}, ExposeHeaders: []string{"ETag", "Content-Length"}, MaxAgeSeconds: aws.Int32(3600)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	run("settings", chromedp.Navigate(consoleURL+"#/settings/media"), present(chromedp.CSS(`#main[data-ready="settings"]`)),
+		present(chromedp.CSS("#lifecycle-rules tr")), present(chromedp.CSS(".cors-rule")))
 	shot("settings")
 
 	// Public access from the settings page: lift Block Public Access, save
@@ -347,9 +363,19 @@ func waitForFile(t *testing.T, path string, size int64) []byte {
 // to the repository's root, or absolute); unset, it writes none.
 const screenshotsEnv = "B3_SCREENSHOTS"
 
-// screenshots are the pictures TestConsoleBrowser takes, each of them
-// shown by the docs (TestScreenshotsDocumented): docs/console/NAME.png.
-var screenshots = []string{"login", "buckets", "objects", "preview-image", "preview-hls", "details", "settings", "operations"}
+// browserShots are the pictures TestConsoleBrowser takes, versionShots
+// those of TestConsoleVersions and clusterShots those of
+// TestConsoleCluster; screenshots, all of them, are each shown by the
+// docs (TestScreenshotsDocumented): docs/console/NAME.png.
+var (
+	browserShots = []string{"login", "buckets", "objects", "preview-image", "preview-hls", "details", "settings", "operations"}
+	versionShots = []string{"versions", "object-versions"}
+	clusterShots = []string{"cluster"}
+	screenshots  = slices.Concat(browserShots, versionShots, clusterShots)
+)
+
+// screenshotTests are the tests that take the screenshots.
+const screenshotTests = "TestConsoleBrowser|TestConsoleVersions|TestConsoleCluster"
 
 // screenshotDir is where screenshots go, "" for nowhere.
 func screenshotDir() string {
@@ -362,14 +388,14 @@ func screenshotDir() string {
 
 // screenshotter saves the screenshots into screenshotDir, toasts of
 // earlier steps removed; check, at the end, fails the test if one of
-// screenshots was not taken.
-func screenshotter(t *testing.T, ctx context.Context) (shot func(name string), check func()) {
+// names, the pictures the test takes, was not taken.
+func screenshotter(t *testing.T, ctx context.Context, names []string) (shot func(name string), check func()) {
 	dir := screenshotDir()
 	taken := map[string]bool{}
 	shot = func(name string) {
 		t.Helper()
-		if !slices.Contains(screenshots, name) {
-			t.Fatalf("screenshot %s is not in screenshots", name)
+		if !slices.Contains(names, name) {
+			t.Fatalf("screenshot %s is not in this test's list", name)
 		}
 		taken[name] = true
 		if dir == "" {
@@ -387,7 +413,7 @@ func screenshotter(t *testing.T, ctx context.Context) (shot func(name string), c
 		}
 	}
 	check = func() {
-		for _, name := range screenshots {
+		for _, name := range names {
 			if !taken[name] {
 				t.Errorf("the browser test took no screenshot %s", name)
 			}
@@ -408,7 +434,9 @@ func do(t *testing.T, ctx context.Context, step string, actions ...chromedp.Acti
 	err := chromedp.Do(ctx, actions...)
 	t.Logf("%s: %v", step, time.Since(start).Round(time.Millisecond))
 	if err != nil {
-		t.Fatalf("%s: %v", step, err)
+		// What the page showed when the step gave up.
+		shown, _ := chromedp.Run(context.WithoutCancel(ctx), chromedp.Evaluate[string](`document.body.innerText.slice(0, 3000)`))
+		t.Fatalf("%s: %v\nthe page showed:\n%s", step, err, shown)
 	}
 }
 

@@ -39,4 +39,13 @@
 // so an HTML or SVG object opened in a tab cannot run script with the
 // console's cookie. The page itself runs under a strict CSP (scripts from
 // the console only, no inline script).
+//
+// # The page
+//
+// Plain JavaScript in assets/, no build step and nothing from a CDN: the
+// page's fonts (Inter, JetBrains Mono; SIL OFL) are embedded too, so it
+// looks the same on a machine without fonts. It is laid out for windows
+// from 1280 px wide, every form control has a <label>, errors are shown
+// next to their field, and dialogs work from the keyboard; the browser
+// tests (headless Chromium) check each of these on every page.
 package console

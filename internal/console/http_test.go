@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/chromedp/chromedp"
 
 	"github.com/b3-storage/b3/internal/console"
 	"github.com/b3-storage/b3/internal/testutil"
@@ -233,6 +234,23 @@ func TestConsoleCluster(t *testing.T) {
 	if err := json.Unmarshal(body, &st); resp.StatusCode != 200 || err != nil || len(st.Members) != 3 || st.Leader != cl.Nodes[leader].ID {
 		t.Errorf("cluster status on the console: %s %s (%v), want 3 members led by %s", resp.Status, body, err, cl.Nodes[leader].ID)
 	}
+
+	// The Cluster page in Chromium: a row per member, the page checked
+	// as every other one is (checkPage) at 1280 px.
+	ctx, _ := newBrowser(t)
+	failOnScriptErrors(t, ctx)
+	shot, checkShots := screenshotter(t, ctx, clusterShots)
+	consoleURL := "http://" + cl.Nodes[follower].ConsoleAddr + "/"
+	do(t, ctx, "log in on the follower", login(consoleURL, accessKey, secretKey))
+	do(t, ctx, "the cluster page", chromedp.Navigate(consoleURL+"#/cluster"),
+		waitTrue(`document.querySelectorAll('#cluster tr[data-member]').length === 3`))
+	healthy, err := chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll('#cluster tr[data-member]')].filter(tr => tr.textContent.includes('healthy')).length`))
+	if err != nil || healthy != 3 {
+		t.Errorf("the cluster page shows %d healthy members (%v), want 3", healthy, err)
+	}
+	checkPage(t, ctx, "cluster at 1280 px")
+	shot("cluster")
+	checkShots()
 }
 
 // TestConsoleAdminAudit: an admin change made through the console is

@@ -35,7 +35,7 @@ func TestScreenshotsDocumented(t *testing.T) {
 			t.Errorf("the browser test takes %s, which no doc shows", name)
 		}
 		if _, err := os.Stat(filepath.Join("..", "..", "docs", "console", name+".png")); err != nil {
-			t.Errorf("docs/console/%s.png: %v (%s=docs/console go test -run TestConsoleBrowser ./internal/console takes it)", name, err, screenshotsEnv)
+			t.Errorf("docs/console/%s.png: %v (%s=docs/console go test -run '%s' ./internal/console takes it)", name, err, screenshotsEnv, screenshotTests)
 		}
 	}
 	if files, _ := filepath.Glob("../../docs/console/*.png"); len(files) != len(screenshots) {

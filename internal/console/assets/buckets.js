@@ -7,24 +7,44 @@ async function listBuckets() {
   return xall(doc, 'Bucket').map(b => ({ name: xtext(b, 'Name'), created: xtext(b, 'CreationDate') }));
 }
 
+// bucketNameProblem says what is wrong with a bucket name (S3's rules),
+// or '' when nothing is.
+function bucketNameProblem(name) {
+  if (name.length < 3 || name.length > 63) return 'A bucket name has 3 to 63 characters.';
+  if (!/^[a-z0-9.-]+$/.test(name)) return 'Use lowercase letters, digits, dots and hyphens only.';
+  if (!/^[a-z0-9].*[a-z0-9]$/.test(name)) return 'Begin and end with a letter or a digit.';
+  if (name.includes('..')) return 'Two dots may not follow each other.';
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(name)) return 'A bucket name may not look like an IP address.';
+  return '';
+}
+
 B3.pages.buckets = async function (main) {
-  const name = el('input', { id: 'new-bucket', placeholder: 'new-bucket-name', pattern: '[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]' });
-  const create = el('form', { class: 'row', onsubmit: async e => {
+  let buckets = [];
+  const name = el('input', { id: 'new-bucket', placeholder: 'e.g. camera-footage', autocomplete: 'off', spellcheck: false, size: 32 });
+  const create = el('form', { class: 'fields', id: 'create-bucket-form', noValidate: true, onsubmit: async e => {
     e.preventDefault();
-    try { await s3('PUT', name.value.trim()); toast('Bucket ' + name.value.trim() + ' created'); render(); } catch (err) { toast(err.message, true); }
-  } }, name, el('button', { class: 'primary', type: 'submit', id: 'create-bucket', text: 'Create bucket' }));
+    const bucket = name.value.trim();
+    const problem = bucketNameProblem(bucket);
+    if (problem) return setError(name, problem);
+    // In us-east-1 S3 answers 200 to creating a bucket one owns already.
+    if (buckets.some(b => b.name === bucket)) return setError(name, 'You have a bucket of that name already.');
+    try { await s3('PUT', bucket); toast('Bucket ' + bucket + ' created'); render(); } catch (err) { setError(name, err.message); }
+  } }, field('Bucket name', name, { hint: '3–63 characters: lowercase letters, digits, dots and hyphens. Names are unique on this server.' }),
+  el('div', { class: 'field', style: 'flex:none;padding-top:23px' }, el('button', { class: 'primary', type: 'submit', id: 'create-bucket', text: 'Create bucket' })));
   const body = el('tbody');
-  main.append(el('h1', { text: 'Buckets' }), el('div', { class: 'card' }, create),
-    el('table', { id: 'buckets' }, el('thead', {}, el('tr', {}, el('th', { text: 'Name' }), el('th', { text: 'Created' }), el('th', { text: '' }))), body));
-  const buckets = await listBuckets();
-  if (!buckets.length) body.append(el('tr', {}, el('td', { colSpan: 3, class: 'muted', text: 'No buckets yet.' })));
+  main.append(pageHead('Buckets', { lead: 'The buckets you own. Open one to browse, upload and share its objects.' }),
+    el('div', { class: 'card' }, el('h2', { text: 'Create a bucket' }), create),
+    el('div', { class: 'table-wrap' }, el('table', { id: 'buckets' }, el('caption', { class: 'sr-only', text: 'Buckets' }),
+      el('thead', {}, el('tr', {}, el('th', { text: 'Name' }), el('th', { text: 'Created' }), el('th', {}, el('span', { class: 'sr-only', text: 'Actions' })))), body)));
+  buckets = await listBuckets();
+  if (!buckets.length) body.append(el('tr', {}, el('td', { colSpan: 3, class: 'muted', text: 'No buckets yet: create one above.' })));
   for (const b of buckets) {
     body.append(el('tr', { 'data-bucket': b.name },
-      el('td', {}, el('a', { href: '#/b/' + encodeURIComponent(b.name), text: b.name, class: 'bucket-link' })),
-      el('td', { text: fmtDate(b.created) }),
-      el('td', {}, el('div', { class: 'row' },
-        el('a', { class: 'button', href: '#/settings/' + encodeURIComponent(b.name), text: 'Settings' }),
-        el('button', { class: 'danger delete-bucket', text: 'Delete', onclick: () => deleteBucket(b.name) })))));
+      el('td', { class: 'key' }, el('a', { href: '#/b/' + encodeURIComponent(b.name), class: 'bucket-link folder-link' }, icon('folder'), b.name)),
+      el('td', { class: 'when', text: fmtDate(b.created) }),
+      el('td', { class: 'actions' }, el('div', { class: 'row' },
+        el('a', { class: 'button small', href: '#/settings/' + encodeURIComponent(b.name), text: 'Settings', 'aria-label': 'Settings of ' + b.name }),
+        el('button', { class: 'danger small delete-bucket', text: 'Delete', 'aria-label': 'Delete ' + b.name, onclick: () => deleteBucket(b.name) })))));
   }
 };
 

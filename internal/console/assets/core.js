@@ -31,6 +31,72 @@ function add(node, ...kids) {
   return node;
 }
 
+// uid returns an id no other element of the page has.
+let uidCount = 0;
+function uid(prefix) { return (prefix || 'id') + '-' + (++uidCount); }
+
+// field is a labelled form control: <label> above it, a hint below,
+// and the place for its error (setError), tied to the control by
+// aria-describedby so a screen reader says both. opts: hint, class,
+// hidden (the label is for screen readers only, where a table's head
+// already says it).
+function field(label, control, opts) {
+  opts = opts || {};
+  if (!control.id) control.id = uid('f');
+  const err = el('span', { class: 'field-error', id: control.id + '-error', 'aria-live': 'polite' });
+  const hint = opts.hint ? el('span', { class: 'hint', id: control.id + '-hint', text: opts.hint }) : null;
+  control.setAttribute('aria-describedby', (hint ? hint.id + ' ' : '') + err.id);
+  control.addEventListener('input', () => setError(control, ''));
+  return el('div', { class: 'field' + (opts.class ? ' ' + opts.class : '') },
+    el('label', { for: control.id, text: label, class: opts.hidden ? 'sr-only' : null }), control, hint, err);
+}
+
+// setError shows msg next to control (made by field), or clears it; a
+// message moves the focus there so the keyboard user is where the fix is.
+function setError(control, msg) {
+  const err = document.getElementById(control.id + '-error');
+  if (err) err.textContent = msg || '';
+  if (msg) { control.setAttribute('aria-invalid', 'true'); control.focus(); } else control.removeAttribute('aria-invalid');
+}
+
+// clearErrors clears the errors of every field under node.
+function clearErrors(node) { node.querySelectorAll('[aria-invalid]').forEach(c => setError(c, '')); }
+
+// hiddenLabel gives control a <label> for screen readers only, where the
+// table's head or the row already shows what it is; returns both.
+function hiddenLabel(text, control) {
+  if (!control.id) control.id = uid('f');
+  return [el('label', { for: control.id, class: 'sr-only', text }), control];
+}
+
+// checkbox is a check box with its label after it (and a hint below).
+function checkbox(label, props, hint) {
+  const box = el('input', Object.assign({ type: 'checkbox', id: uid('c') }, props || {}));
+  const hintNode = hint ? el('span', { class: 'hint', id: box.id + '-hint', text: hint }) : null;
+  if (hintNode) box.setAttribute('aria-describedby', hintNode.id);
+  return { box, node: el('div', { class: 'switch' }, box, el('label', { for: box.id, text: label }), hintNode) };
+}
+
+// icon draws one of the page's few icons as SVG (no emoji font needed).
+const ICONS = {
+  folder: 'M2 4.5A1.5 1.5 0 0 1 3.5 3h3l1.5 1.8h4.5A1.5 1.5 0 0 1 14 6.3v5.2a1.5 1.5 0 0 1-1.5 1.5h-9A1.5 1.5 0 0 1 2 11.5z',
+  file: 'M4 2h5l3 3v8.5a.5.5 0 0 1-.5.5h-7a.5.5 0 0 1-.5-.5v-11A.5.5 0 0 1 4 2zM9 2v3h3',
+  logo: 'M3 2h6.5a3 3 0 0 1 1.9 5.3A3.2 3.2 0 0 1 10 14H3zM5.5 4.3v2.5h3.6a1.25 1.25 0 0 0 0-2.5zM5.5 9v2.7h4.1a1.35 1.35 0 0 0 0-2.7z',
+};
+function icon(name, cls) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 16 16');
+  svg.setAttribute('class', cls || 'icon');
+  svg.setAttribute('aria-hidden', 'true');
+  const path = document.createElementNS(ns, 'path');
+  path.setAttribute('d', ICONS[name]);
+  if (name === 'logo') path.setAttribute('fill', '#6d9bff');
+  else { path.setAttribute('fill', name === 'folder' ? '#f2c14e' : 'none'); path.setAttribute('stroke', name === 'folder' ? '#c9971f' : '#7a8699'); path.setAttribute('stroke-width', '1'); }
+  svg.append(path);
+  return svg;
+}
+
 function clear(node, ...kids) { node.replaceChildren(...kids.flat().filter(k => k !== null && k !== undefined && k !== false)); return node; }
 
 function fmtBytes(n) {
@@ -56,24 +122,51 @@ function toast(msg, bad) {
 
 // modal shows a dialog; close() removes it. onClose runs on close. A
 // dialog belongs to the page it was opened on: render() closes every open
-// one (closeModals) when the route changes.
+// one (closeModals) when the route changes. For the keyboard: focus moves
+// into the dialog, Tab stays in it, Escape closes it, and focus goes back
+// to what had it before.
 function modal(title, content, onClose) {
   const back = el('div', { class: 'modal-back' });
+  const opener = document.activeElement;
   const close = () => {
     if (!B3.modals.delete(close)) return;
-    back.remove(); document.removeEventListener('keydown', esc); if (onClose) onClose();
+    back.remove(); document.removeEventListener('keydown', keys);
+    if (onClose) onClose();
+    if (!B3.modals.size) { const o = sameControl(opener); if (o) o.focus(); }
   };
   B3.modals.add(close);
-  const esc = e => { if (e.key === 'Escape') close(); };
-  const box = el('div', { class: 'modal', role: 'dialog' },
-    el('div', { class: 'row' }, el('h1', { text: title, style: 'margin:0;flex:1;word-break:break-all' }),
+  const titleId = uid('dialog-title');
+  const box = el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': titleId },
+    el('div', { class: 'modal-head' }, el('h1', { id: titleId, text: title }),
       el('button', { text: 'Close', class: 'close', onclick: close })),
     content);
+  const keys = e => {
+    if (e.key === 'Escape') { e.preventDefault(); close(); return; }
+    if (e.key !== 'Tab') return;
+    const focusable = Array.from(box.querySelectorAll('a[href], button, input, select, textarea, video[controls], audio[controls]'))
+      .filter(n => !n.disabled && n.offsetParent !== null);
+    if (!focusable.length) return;
+    const first = focusable[0], last = focusable[focusable.length - 1];
+    if (!box.contains(document.activeElement)) { e.preventDefault(); first.focus(); }
+    else if (e.shiftKey && document.activeElement === first) { e.preventDefault(); last.focus(); }
+    else if (!e.shiftKey && document.activeElement === last) { e.preventDefault(); first.focus(); }
+  };
   back.append(box);
   back.addEventListener('click', e => { if (e.target === back) close(); });
-  document.addEventListener('keydown', esc);
+  document.addEventListener('keydown', keys);
   document.body.append(back);
+  box.querySelector('button.close').focus();
   return { close, box };
+}
+
+// sameControl finds node in the page, or, when a render replaced it, the
+// control drawn in its place (same tag, class and accessible name).
+function sameControl(node) {
+  if (!node || !node.getAttribute) return null;
+  if (node.isConnected) return node;
+  const name = node.getAttribute('aria-label');
+  if (!name) return null;
+  return Array.from(document.getElementsByTagName(node.tagName)).find(n => n.className === node.className && n.getAttribute('aria-label') === name) || null;
 }
 
 // closeModals closes every open dialog.
@@ -85,7 +178,7 @@ function confirmBox(title, message, yes) {
   return new Promise(resolve => {
     let answered = false;
     const m = modal(title, el('div', {},
-      el('p', { text: message }),
+      el('p', { text: message, style: 'white-space:pre-line;word-break:break-all' }),
       el('div', { class: 'row' },
         el('button', { class: 'danger confirm-yes', text: yes || 'Yes', onclick: () => { answered = true; m.close(); resolve(true); } }),
         el('button', { text: 'Cancel', onclick: () => m.close() }))),
@@ -173,7 +266,17 @@ function route() {
 
 function go(hash) { if (location.hash === hash) render(); else location.hash = hash; }
 
-function navLink(label, hash, active) { return el('a', { href: hash, text: label, class: active ? 'active' : '' }); }
+function navLink(label, hash, active) { return el('a', { href: hash, text: label, class: active ? 'active' : '', 'aria-current': active ? 'page' : null }); }
+
+// pageHead is a page's title row: crumbs above, a lead line below the
+// title, actions on the right.
+function pageHead(title, opts) {
+  opts = opts || {};
+  return el('div', {},
+    opts.crumbs || null,
+    el('div', { class: 'page-head' }, el('div', { style: 'flex:1;min-width:0' }, el('h1', { text: title, style: 'word-break:break-all' }),
+      opts.lead ? el('p', { class: 'lead', text: opts.lead }) : null), opts.actions || null));
+}
 
 async function render() {
   const app = document.getElementById('app');
@@ -182,13 +285,14 @@ async function render() {
   }
   if (!B3.session) { clear(app, B3.pages.login()); return; }
   const r = route();
-  const main = el('main', { id: 'main' });
-  const nav = el('nav', {}, navLink('Buckets', '#/buckets', r.page !== 'ops' && r.page !== 'cluster'),
+  const main = el('main', { id: 'main', tabIndex: -1 });
+  const nav = el('nav', { 'aria-label': 'Sections' }, navLink('Buckets', '#/buckets', r.page !== 'ops' && r.page !== 'cluster'),
     B3.session.admin ? navLink('Operations', '#/ops', r.page === 'ops') : null,
     B3.session.admin && B3.session.cluster ? navLink('Cluster', '#/cluster', r.page === 'cluster') : null);
   clear(app,
-    el('header', {}, el('span', { class: 'brand', text: 'b3' }), nav,
-      el('span', { class: 'who', text: B3.session.accessKey + (B3.session.admin ? ' (admin)' : '') }),
+    el('a', { class: 'skip', href: '#main', text: 'Skip to the page', onclick: e => { e.preventDefault(); main.focus(); } }),
+    el('header', { class: 'top' }, el('span', { class: 'brand' }, icon('logo', 'logo'), 'b3 console'), nav,
+      el('span', { class: 'who' }, 'Signed in as ', el('strong', { text: B3.session.accessKey }), B3.session.admin ? ' (admin)' : ''),
       el('button', { text: 'Log out', id: 'logout', onclick: async () => { try { await api('POST', '/api/logout'); } catch (e) { /* gone already */ } B3.session = null; render(); } })),
     main);
   if (B3.stopTimers) { B3.stopTimers(); B3.stopTimers = null; }
@@ -198,12 +302,15 @@ async function render() {
 }
 
 B3.pages.login = function () {
-  const key = el('input', { id: 'accessKey', autocomplete: 'username', required: true });
+  const key = el('input', { id: 'accessKey', autocomplete: 'username', required: true, spellcheck: false });
   const secret = el('input', { id: 'secretKey', type: 'password', autocomplete: 'current-password', required: true });
-  const msg = el('p', { class: 'error' });
-  const form = el('form', { class: 'card login', onsubmit: async e => {
+  const msg = el('p', { class: 'form-error', id: 'login-error', role: 'alert' });
+  const form = el('form', { class: 'card login', noValidate: true, 'aria-labelledby': 'login-title', onsubmit: async e => {
     e.preventDefault();
     msg.textContent = '';
+    clearErrors(form);
+    if (!key.value.trim()) return setError(key, 'Enter your access key.');
+    if (!secret.value) return setError(secret, 'Enter your secret key.');
     try {
       const res = await fetch('/api/login', { method: 'POST', credentials: 'same-origin',
         headers: { 'Content-Type': 'application/json', 'X-B3-Console': '1' },
@@ -212,11 +319,11 @@ B3.pages.login = function () {
       if (!res.ok) throw new Error(data.error || 'login failed');
       B3.session = data;
       render();
-    } catch (err) { msg.textContent = err.message; }
+    } catch (err) { msg.textContent = err.message; secret.focus(); }
   } },
-  el('h1', { text: 'b3 console' }),
-  el('label', { for: 'accessKey', text: 'Access key' }), key,
-  el('label', { for: 'secretKey', text: 'Secret key' }), secret,
+  el('div', { class: 'brand' }, icon('logo', 'logo'), el('h1', { id: 'login-title', text: 'b3 console' })),
+  el('p', { class: 'muted', style: 'margin-bottom:16px' }, 'Log in with an access key and its secret key: the root user\'s, or one made with ', el('code', { text: 'b3 admin users add' }), '.'),
+  field('Access key', key), field('Secret key', secret),
   el('button', { class: 'primary', type: 'submit', id: 'login', text: 'Log in' }), msg);
   return form;
 };

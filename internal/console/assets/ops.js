@@ -15,7 +15,7 @@ function chart(canvas, times, series, fmt) {
   let max = 0;
   for (const s of series) for (const v of s.values) if (v > max) max = v;
   if (max <= 0) max = 1;
-  g.strokeStyle = '#e3e7ee'; g.fillStyle = '#667085'; g.font = '11px system-ui';
+  g.strokeStyle = '#e3e7ee'; g.fillStyle = '#667085'; g.font = '11px "Inter Variable", sans-serif';
   for (let i = 0; i <= 3; i++) {
     const y = top + (h - top - bottom) * i / 3;
     g.beginPath(); g.moveTo(left, y); g.lineTo(w, y); g.stroke();
@@ -50,7 +50,7 @@ const fmtRate = v => v >= 100 ? v.toFixed(0) : v.toFixed(v >= 10 ? 1 : 2);
 const fmtMs = v => (v * 1000).toFixed(v < 0.01 ? 2 : 1) + ' ms';
 
 B3.pages.ops = async function (main) {
-  main.append(el('h1', { text: 'Operations' }));
+  main.append(pageHead('Operations', { lead: 'This server: traffic and disk over the last hour, vacuum, lifecycle, disk I/O limits, users.' }));
   const charts = {
     req: chartCard('Requests per second', 'chart-requests'),
     bytes: chartCard('Bytes per second', 'chart-bytes'),
@@ -60,8 +60,10 @@ B3.pages.ops = async function (main) {
   const statusCard = el('div', { class: 'card', id: 'vacuum' });
   const usersCard = el('div', { class: 'card', id: 'users' });
   const limitsCard = el('div', { class: 'card', id: 'limits' });
-  main.append(el('div', { class: 'grid' }, Object.values(charts).map(c => c.card)), el('div', { class: 'grid' }, statusCard, limitsCard), usersCard);
-  const legend = (node, items) => clear(node, items.map(([name, color, value]) => el('span', { style: 'color:' + color, text: '■ ' + name + (value !== undefined ? ' ' + value : '') })));
+  main.append(el('div', { class: 'grid' }, Object.values(charts).map(c => c.card)), el('div', { class: 'grid' }, statusCard, limitsCard), el('div', { class: 'grid' }, usersCard));
+  usersCard.classList.add('wide');
+  const legend = (node, items) => clear(node, items.map(([name, color, value]) => el('span', {}, el('span', { class: 'swatch', style: 'background:' + color }),
+    name + (value !== undefined ? ' ' + value : ''))));
   const drawCharts = async () => {
     const m = await api('GET', '/api/metrics');
     B3.metricPoints = m.time.length;
@@ -98,72 +100,100 @@ async function vacuumCard(card) {
     ['Lifecycle passes', String(lc.Passes || 0) + ' (last: ' + when(lc.LastPass) + ')'],
     ['Lifecycle expired / aborted', (lc.Expired || 0) + ' objects / ' + (lc.Aborted || 0) + ' uploads'],
     ['Uptime', Math.round((st.uptime_ns || 0) / 1e9) + ' s']];
-  const threshold = el('input', { type: 'number', min: 0, max: 1, step: 0.05, placeholder: 'threshold', style: 'width:100px' });
-  const interval = el('input', { placeholder: 'e.g. 5m', size: 6 });
-  clear(card, el('h2', { text: 'Vacuum and lifecycle' }),
-    el('table', { class: 'kv' }, rows.map(([k, val]) => el('tr', {}, el('td', { text: k }), el('td', { class: 'key', text: val })))),
-    el('details', {}, el('summary', { text: 'Vacuum status (raw)' }), el('pre', { text: JSON.stringify(v, null, 2) })),
-    el('div', { class: 'row' }, threshold,
-      el('button', { text: 'Start vacuum', disabled: running, onclick: () => adminAct('POST', 'vacuum/start', threshold.value ? { threshold: Number(threshold.value) } : {}, 'Vacuum started') }),
-      el('button', { text: 'Stop vacuum', onclick: () => adminAct('POST', 'vacuum/stop', undefined, 'Vacuum stopped') })),
-    el('div', { class: 'row' }, 'Automatic every', interval,
-      el('button', { text: 'Set', onclick: () => adminAct('POST', 'vacuum/auto', { interval: interval.value }, 'Automatic vacuum set') })),
-    el('div', { class: 'row' }, el('button', { id: 'lifecycle-run', text: 'Run a lifecycle pass now', onclick: () => adminAct('POST', 'lifecycle/run', undefined, 'Lifecycle pass done') })));
+  // The status is drawn again every 5 s; the form is made once, so what
+  // is typed there (and the focus) survives the refresh.
+  if (!card.status) {
+    const threshold = el('input', { type: 'number', min: 0, max: 1, step: 0.05, placeholder: 'default', id: 'vacuum-threshold', style: 'width:120px' });
+    const interval = el('input', { placeholder: 'e.g. 5m', id: 'vacuum-interval', size: 8 });
+    card.status = el('div');
+    card.start = el('button', { text: 'Start vacuum', onclick: () => adminAct('POST', 'vacuum/start', threshold.value ? { threshold: Number(threshold.value) } : {}, 'Vacuum started', threshold) });
+    clear(card, el('h2', { text: 'Vacuum and lifecycle' }), card.status,
+      el('div', { class: 'fields' }, field('Dead share to rewrite', threshold, { hint: 'A segment is rewritten when at least this share (0–1) of it is dead; empty: the server\'s setting.' }),
+        el('div', { class: 'field', style: 'flex:none;padding-top:23px' }, el('div', { class: 'row', style: 'margin:0' }, card.start,
+          el('button', { text: 'Stop vacuum', onclick: () => adminAct('POST', 'vacuum/stop', undefined, 'Vacuum stopped') })))),
+      el('div', { class: 'fields' }, field('Automatic vacuum every', interval, { hint: 'How often the server checks for segments worth rewriting: a duration such as 30m or 6h. Kept across restarts.' }),
+        el('div', { class: 'field', style: 'flex:none;padding-top:23px' }, el('button', { text: 'Set interval', class: 'set-interval', onclick: () => adminAct('POST', 'vacuum/auto', { interval: interval.value }, 'Automatic vacuum set', interval) }))),
+      el('div', { class: 'row' }, el('button', { id: 'lifecycle-run', text: 'Run a lifecycle pass now', onclick: () => adminAct('POST', 'lifecycle/run', undefined, 'Lifecycle pass done') })));
+  }
+  card.start.disabled = running;
+  const raw = card.status.querySelector('details');
+  clear(card.status, el('table', { class: 'kv' }, rows.map(([k, val]) => el('tr', {}, el('td', { text: k }), el('td', { class: 'key', text: val })))),
+    el('details', { open: !!(raw && raw.open) }, el('summary', { text: 'Vacuum status (raw)' }), el('pre', { text: JSON.stringify(v, null, 2) })));
 }
 
-async function adminAct(method, path, body, done) {
-  try { const r = await api(method, '/api/admin/' + path, body); toast(done + (r && typeof r === 'object' ? ': ' + JSON.stringify(r).slice(0, 160) : '')); } catch (err) { toast(err.message, true); }
+// adminAct runs one admin call and says how it went: an error next to
+// control, where the call had one, else in a toast.
+async function adminAct(method, path, body, done, control) {
+  try { const r = await api(method, '/api/admin/' + path, body); toast(done + (r && typeof r === 'object' ? ': ' + JSON.stringify(r).slice(0, 160) : '')); return true; } catch (err) {
+    if (control) setError(control, err.message); else toast(err.message, true);
+    return false;
+  }
 }
+
+// LIMIT_LABELS name the admin API's limits (iolimit.Limits) for people.
+const LIMIT_LABELS = {
+  ReadBytesPerSec: ['Disk reads, all', 'Every read from the data disk, requests and background work together.'],
+  WriteBytesPerSec: ['Disk writes, all', 'Every write to the data disk, uploads and background work together.'],
+  BackgroundReadBytesPerSec: ['Disk reads, background', 'Reads by vacuum and other background work, within the total above.'],
+  BackgroundWriteBytesPerSec: ['Disk writes, background', 'Writes by vacuum and other background work, within the total above.'],
+};
 
 async function limitsSection(card) {
   const l = await api('GET', '/api/admin/limits');
   const fields = Object.keys(l);
   const inputs = {};
-  clear(card, el('h2', { text: 'Disk I/O limits (bytes/s, 0 = unlimited)' }),
-    el('table', { class: 'kv' }, fields.map(f => el('tr', {}, el('td', { text: f }), el('td', {}, inputs[f] = el('input', { type: 'number', min: 0, value: l[f] }))))),
-    el('button', { class: 'primary', text: 'Save limits', onclick: async () => {
+  for (const f of fields) inputs[f] = el('input', { type: 'number', min: 0, value: l[f], id: 'limit-' + f, style: 'width:100%' });
+  clear(card, el('h2', { text: 'Disk I/O limits' }), el('p', { class: 'muted', text: 'In bytes per second; 0 is unlimited. They apply at once and are kept across restarts.' }),
+    el('div', { class: 'fields' }, fields.map(f => field((LIMIT_LABELS[f] || [f])[0] + ' (bytes/s)', inputs[f], { hint: (LIMIT_LABELS[f] || [])[1] }))),
+    el('button', { class: 'primary', id: 'limits-save', text: 'Save limits', onclick: async () => {
       const body = {};
-      for (const f of fields) body[f] = Number(inputs[f].value);
+      for (const f of fields) {
+        const v = Number(inputs[f].value);
+        if (!Number.isInteger(v) || v < 0) return setError(inputs[f], 'A whole number of bytes per second, 0 or more.');
+        body[f] = v;
+      }
       await adminAct('PUT', 'limits', body, 'Limits saved');
     } }));
 }
 
 async function usersSection(card) {
   const users = await api('GET', '/api/admin/users');
-  const name = el('input', { placeholder: 'name', id: 'new-user' });
+  const name = el('input', { placeholder: 'e.g. backup-job', id: 'new-user', autocomplete: 'off' });
   const shown = el('div');
   clear(card, el('h2', { text: 'Users and access keys' }),
-    el('table', {}, el('thead', {}, el('tr', {}, ['Name', 'Access key', 'Canonical id', ''].map(t => el('th', { text: t })))),
+    el('div', { class: 'table-wrap' }, el('table', {}, el('thead', {}, el('tr', {}, ['Name', 'Access key', 'Canonical id', ''].map(t => el('th', { text: t })))),
       el('tbody', {}, (users || []).map(u => el('tr', {}, el('td', { text: u.name }), el('td', { class: 'key', text: u.access_key }), el('td', { class: 'key muted', text: u.canonical_id || '' }),
-        el('td', {}, u.managed ? el('button', { class: 'danger', text: 'Remove', onclick: async () => {
+        el('td', { class: 'actions' }, u.managed ? el('button', { class: 'danger small', text: 'Remove', 'aria-label': 'Remove ' + u.access_key, onclick: async () => {
           if (!await confirmBox('Remove ' + u.access_key + '?', 'Requests signed with this key are refused from now on. Buckets it owns stay.', 'Remove')) return;
           try { await api('DELETE', '/api/admin/users/' + encodeURIComponent(u.access_key)); toast('Removed'); usersSection(card); } catch (err) { toast(err.message, true); }
-        } }) : el('span', { class: 'muted', text: 'fixed' })))))),
-    el('form', { class: 'row', onsubmit: async e => {
+        } }) : el('span', { class: 'muted', text: 'fixed' }))))))),
+    el('form', { class: 'fields', noValidate: true, onsubmit: async e => {
       e.preventDefault();
+      if (!name.value.trim()) return setError(name, 'Give the user a name.');
       try {
         const u = await api('POST', '/api/admin/users', { name: name.value.trim() });
         await usersSection(card);
         card.append(el('div', { class: 'card' }, el('strong', { text: 'New key for ' + u.name + ' — the secret is shown this once:' }),
           el('pre', { text: 'access key: ' + u.access_key + '\nsecret key: ' + u.secret_key })));
-      } catch (err) { toast(err.message, true); }
-    } }, name, el('button', { class: 'primary', type: 'submit', text: 'Add user' })), shown);
+      } catch (err) { setError(name, err.message); }
+    } }, field('New user\'s name', name, { hint: 'A new access key and secret key are made for it.' }),
+    el('div', { class: 'field', style: 'flex:none;padding-top:23px' }, el('button', { class: 'primary', type: 'submit', id: 'add-user', text: 'Add user' }))), shown);
 }
 
 B3.pages.cluster = async function (main) {
-  main.append(el('h1', { text: 'Cluster' }));
-  const box = el('div', { class: 'card', id: 'cluster' });
+  main.append(pageHead('Cluster', { lead: 'The replica group as this node sees it, refreshed every 3 s.' }));
+  const box = el('section', { class: 'card', id: 'cluster', 'aria-label': 'Replica group' });
   main.append(box);
   const refresh = async () => {
     try {
       const st = await api('GET', '/api/admin/cluster');
       clear(box, el('p', { text: 'Leader ' + (st.leader || '(none)') + ', term ' + st.term + ', replication ' + st.replication + ' (as seen by ' + st.node + ')' }),
-        el('table', {}, el('thead', {}, el('tr', {}, ['Node', 'Address', 'Health', 'State', 'Applied', 'Lag (entries)', 'Lag (s)', 'Pushing', 'Last contact'].map(t => el('th', { text: t })))),
-          el('tbody', {}, st.members.map(m => el('tr', {}, el('td', { text: m.id }), el('td', { text: m.cluster_address }),
+        el('div', { class: 'table-wrap' }, el('table', {}, el('thead', {}, el('tr', {}, ['Node', 'Address', 'Health', 'State', 'Applied', 'Lag (entries)', 'Lag (s)', 'Pushing', 'Last contact'].map((t, i) => el('th', { text: t, class: i >= 4 ? 'num' : null })))),
+          el('tbody', {}, st.members.map(m => el('tr', { 'data-member': m.id }, el('td', { text: m.id }), el('td', { text: m.cluster_address }),
             el('td', { class: m.healthy ? 'ok' : 'error', text: m.healthy ? 'healthy' : (m.error || 'down') }), el('td', { text: m.state || '' }),
             el('td', { class: 'num', text: String(m.applied_index) }), el('td', { class: 'num', text: String(m.lag_entries) }),
             el('td', { class: 'num', text: m.lag_seconds.toFixed(1) }), el('td', { class: 'num', text: fmtBytes(m.pending_push_bytes) }),
-            el('td', { class: 'num', text: m.last_contact_seconds ? m.last_contact_seconds.toFixed(1) + ' s' : '' }))))));
+            el('td', { class: 'num', text: m.last_contact_seconds ? m.last_contact_seconds.toFixed(1) + ' s' : '' })))))));
     } catch (err) { clear(box, el('p', { class: 'error', text: err.message })); }
   };
   await refresh();

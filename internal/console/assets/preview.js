@@ -142,12 +142,17 @@ async function details(bucket, key, versionId) {
   // System headers and user metadata, saved by CopyObject onto itself.
   const metaRows = el('tbody', { id: 'user-metadata' });
   const metaRow = (k, v) => {
-    const tr = el('tr', {}, el('td', {}, el('input', { value: k || '', placeholder: 'name', class: 'mk' })), el('td', {}, el('input', { value: v || '', placeholder: 'value', class: 'mv', size: 40 })),
-      el('td', {}, el('button', { class: 'danger', text: '✕', onclick: () => tr.remove() })));
+    const name = el('input', { value: k || '', placeholder: 'name', class: 'mk', spellcheck: false });
+    const value = el('input', { value: v || '', placeholder: 'value', class: 'mv' });
+    const tr = el('tr', {}, el('td', {}, el('div', { class: 'field' }, hiddenLabel('Metadata name', name),
+      el('span', { class: 'field-error', id: name.id + '-error' }))), el('td', {}, hiddenLabel('Metadata value', value)),
+    el('td', { class: 'actions' }, el('button', { class: 'danger small', text: 'Remove', 'aria-label': 'Remove metadata ' + (k || 'row'), onclick: () => tr.remove() })));
+    name.setAttribute('aria-describedby', name.id + '-error');
+    name.addEventListener('input', () => setError(name, ''));
     metaRows.append(tr);
   };
   meta.forEach(([k, v]) => metaRow(k, v));
-  const inputs = SYSTEM_HEADERS.map(name => el('input', { value: objectHeader(h, name), size: 40, 'data-header': name }));
+  const inputs = SYSTEM_HEADERS.map(name => el('input', { value: objectHeader(h, name), 'data-header': name, id: uid('hdr'), style: 'width:100%' }));
   const edited = () => {
     const sys = {}, user = {};
     SYSTEM_HEADERS.forEach((name, i) => { const v = inputs[i].value.trim(); if (v) sys[name] = v; });
@@ -159,6 +164,8 @@ async function details(bucket, key, versionId) {
   };
   const before = JSON.stringify(edited());
   const save = async () => {
+    const bad = Array.from(metaRows.querySelectorAll('.mk')).find(i => i.value.trim() && !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(i.value.trim()));
+    if (bad) { setError(bad, 'A name has letters, digits and - _ . only (it becomes the header x-amz-meta-NAME).'); return; }
     const now = edited();
     if (JSON.stringify(now) === before) { toast('No change to save'); return; }
     // The copy replaces every header, so all are sent; ACL, Object Lock
@@ -172,16 +179,18 @@ async function details(bucket, key, versionId) {
     toast('Metadata saved');
   };
   box.append(el('h2', { text: 'Metadata' }),
-    el('table', { class: 'kv', id: 'system-headers' }, SYSTEM_HEADERS.map((name, i) => el('tr', {}, el('td', { text: name }), el('td', {}, inputs[i])))),
+    el('table', { class: 'kv', id: 'system-headers' }, SYSTEM_HEADERS.map((name, i) => el('tr', {}, el('td', {}, el('label', { for: inputs[i].id, text: name })), el('td', {}, inputs[i])))),
+    el('h3', { text: 'User metadata (x-amz-meta-*)' }),
     el('table', {}, metaRows),
-    el('div', { class: 'row' }, el('button', { text: 'Add', onclick: () => metaRow() }), versionId ? el('span', { class: 'muted', text: 'Metadata of older versions cannot change.' }) :
+    el('div', { class: 'row' }, el('button', { text: 'Add metadata', onclick: () => { metaRow(); metaRows.lastChild.querySelector('.mk').focus(); } }), versionId ? el('span', { class: 'muted', text: 'Metadata of older versions cannot change.' }) :
       el('button', { class: 'primary', id: 'save-metadata', text: 'Save metadata', onclick: () => save().catch(err => toast(err.message, true)) })));
 
   // Tags.
   const tagRows = el('tbody', { id: 'tags' });
   const tagRow = (k, v) => {
-    const tr = el('tr', {}, el('td', {}, el('input', { value: k || '', placeholder: 'key', class: 'tk' })), el('td', {}, el('input', { value: v || '', placeholder: 'value', class: 'tv' })),
-      el('td', {}, el('button', { class: 'danger', text: '✕', onclick: () => tr.remove() })));
+    const tr = el('tr', {}, el('td', {}, hiddenLabel('Tag key', el('input', { value: k || '', placeholder: 'key', class: 'tk' }))),
+      el('td', {}, hiddenLabel('Tag value', el('input', { value: v || '', placeholder: 'value', class: 'tv' }))),
+      el('td', { class: 'actions' }, el('button', { class: 'danger small', text: 'Remove', 'aria-label': 'Remove tag ' + (k || 'row'), onclick: () => tr.remove() })));
     tagRows.append(tr);
   };
   try {
@@ -204,12 +213,12 @@ async function details(bucket, key, versionId) {
   const expiry = el('select', { id: 'share-expiry' }, [['3600', '1 hour'], ['86400', '1 day'], ['604800', '7 days']].map(([v, t]) => el('option', { value: v, text: t })));
   const link = el('input', { id: 'share-url', readOnly: true, style: 'width:100%', placeholder: 'presigned link' });
   box.append(el('h2', { text: 'Share' }), el('p', { class: 'muted', text: 'A presigned link opens the object on the S3 endpoint without credentials until it expires; it carries your rights.' }),
-    el('div', { class: 'row' }, expiry, el('button', { id: 'share', text: 'Make link', onclick: async () => {
+    el('div', { class: 'row' }, el('label', { for: 'share-expiry', text: 'Valid for' }), expiry, el('button', { id: 'share', text: 'Make link', onclick: async () => {
       try {
         const r = await api('POST', '/api/presign', { bucket, key, versionId: versionId || '', seconds: Number(expiry.value) });
         link.value = r.url;
         link.select();
         if (navigator.clipboard) navigator.clipboard.writeText(r.url).then(() => toast('Link copied; expires ' + fmtDate(r.expires)), () => {});
       } catch (err) { toast(err.message, true); }
-    } })), link);
+    } })), field('Link', link, { hidden: true }));
 }

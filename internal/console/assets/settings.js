@@ -1,19 +1,23 @@
-// A bucket's settings: usage, public access, versioning, lifecycle rules
-// (a form), CORS rules (a form). Every change is the S3 API's own
+// A bucket's settings: usage, versioning, Object Lock, public access,
+// lifecycle rules (a form), CORS rules (a form). Every change is the S3 API's own
 // configuration call, so the owner-only rule is the S3 API's.
 'use strict';
 
 B3.pages.settings = async function (main, r) {
   const bucket = r.arg;
-  main.append(el('div', { class: 'crumbs row' }, el('a', { href: '#/buckets', text: 'Buckets' }), '/',
-    el('a', { href: '#/b/' + encodeURIComponent(bucket), text: bucket }), '/', 'Settings'),
-  el('h1', { text: 'Settings of ' + bucket }));
-  const sections = [usageCard, accessCard, versioningCard, lifecycleCard, corsCard];
-  const cards = sections.map(() => el('div', { class: 'card' }));
-  main.append(el('div', { class: 'grid' }, cards));
-  await Promise.all(sections.map(async (f, i) => {
+  main.append(pageHead('Settings of ' + bucket, {
+    crumbs: el('nav', { class: 'crumbs row', 'aria-label': 'Bucket' }, el('a', { href: '#/buckets', text: 'Buckets' }), '/',
+      el('a', { href: '#/b/' + encodeURIComponent(bucket), text: bucket }), '/', el('span', { text: 'Settings' })),
+    lead: 'Each setting is the S3 API\'s own configuration of the bucket; what each one does is written beside it.' }));
+  // Three small cards side by side, then the large ones at full width.
+  const sections = [['usage', usageCard], ['versioning', versioningCard], ['object-lock', objectLockCard],
+    ['access', accessCard], ['lifecycle', lifecycleCard], ['cors', corsCard]];
+  const cards = sections.map(([name]) => el('section', { class: 'card', id: 'card-' + name }));
+  main.append(el('div', { class: 'grid three' }, cards.slice(0, 3)), el('div', { class: 'stack' }, cards.slice(3)));
+  await Promise.all(sections.map(async ([, f], i) => {
     try { await f(cards[i], bucket); } catch (err) { cards[i].append(el('p', { class: 'error', text: err.message })); }
   }));
+  main.dataset.ready = 'settings'; // every card drawn (the browser test's cue)
 };
 
 async function usageCard(card, bucket) {
@@ -29,17 +33,25 @@ async function usageCard(card, bucket) {
 // bucket policy (with a template that makes every object readable), and
 // the canned ACL where the bucket's ownership controls enable ACLs.
 async function accessCard(card, bucket) {
-  card.append(el('h2', { text: 'Public access' }));
+  const left = el('div'), right = el('div');
+  card.append(el('h2', { text: 'Public access' }), el('div', { class: 'grid' }, left, right));
   const pabNames = ['BlockPublicAcls', 'IgnorePublicAcls', 'BlockPublicPolicy', 'RestrictPublicBuckets'];
   let pab = {};
   try {
     const { doc } = await s3('GET', bucket, '', 'publicAccessBlock', { xml: true });
     for (const n of pabNames) pab[n] = xtext(doc, n) === 'true';
   } catch (err) { if (err.code !== 'NoSuchPublicAccessBlockConfiguration') throw err; }
-  const boxes = pabNames.map(n => el('input', { type: 'checkbox', id: 'pab-' + n, checked: !!pab[n] }));
-  card.append(el('p', { class: 'muted', text: 'Block Public Access: with these on, no ACL or policy can make the bucket public.' }),
-    el('div', {}, pabNames.map((n, i) => el('label', { class: 'row' }, boxes[i], n))),
-    el('div', { class: 'row' }, el('button', { id: 'pab-save', text: 'Save', onclick: async () => {
+  const pabText = {
+    BlockPublicAcls: ['Block new public ACLs', 'Refuses a request that would set an ACL granting access to everyone (on the bucket or an object).'],
+    IgnorePublicAcls: ['Ignore public ACLs', 'Public grants already in ACLs are not honoured: only the owner and named users get in.'],
+    BlockPublicPolicy: ['Block public bucket policies', 'Refuses a bucket policy that would let anyone in.'],
+    RestrictPublicBuckets: ['Restrict public buckets', 'While the policy is public, only the owner and this server\'s users get in; anonymous requests are refused.'],
+  };
+  const switches = pabNames.map(n => checkbox(pabText[n][0], { id: 'pab-' + n, checked: !!pab[n] }, pabText[n][1]));
+  const boxes = switches.map(sw => sw.box);
+  left.append(el('p', { class: 'muted', text: 'Block Public Access (all four on for a new bucket): with them on, no ACL or policy can make the bucket public.' }),
+    el('div', { role: 'group', 'aria-label': 'Block Public Access' }, switches.map(sw => sw.node)),
+    el('div', { class: 'row' }, el('button', { id: 'pab-save', text: 'Save Block Public Access', onclick: async () => {
       try {
         if (boxes.every(b => !b.checked)) await s3('DELETE', bucket, '', 'publicAccessBlock');
         else await s3('PUT', bucket, '', 'publicAccessBlock', { body: xmlDoc('PublicAccessBlockConfiguration', pabNames.map((n, i) => [n, boxes[i].checked ? 'true' : 'false'])), headers: { 'Content-Type': 'application/xml' } });
@@ -52,9 +64,10 @@ async function accessCard(card, bucket) {
     const { res } = await s3('GET', bucket, '', 'policy');
     policy = await res.text();
   } catch (err) { if (err.code !== 'NoSuchBucketPolicy') throw err; }
-  const text = el('textarea', { id: 'policy', rows: 8, spellcheck: false, value: policy });
+  const text = el('textarea', { id: 'policy', class: 'code', rows: 12, spellcheck: false, value: policy });
   const publicRead = JSON.stringify({ Version: '2012-10-17', Statement: [{ Sid: 'PublicRead', Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: 'arn:aws:s3:::' + bucket + '/*' }] }, null, 2);
-  card.append(el('p', { class: 'muted', text: 'Bucket policy (JSON, as on AWS); empty: none.' }), text,
+  right.append(el('h3', { text: 'Bucket policy', style: 'margin-top:0' }),
+    field('Policy (JSON)', text, { hint: 'As on AWS: statements allowing or denying actions to principals. Empty: no policy. The template lets anyone read every object (Block Public Access must be off for it to be saved).' }),
     el('div', { class: 'row' },
       el('button', { id: 'policy-template', text: 'Public read template', onclick: () => { text.value = publicRead; } }),
       el('button', { id: 'policy-save', text: 'Save policy', onclick: async () => {
@@ -62,7 +75,7 @@ async function accessCard(card, bucket) {
           if (text.value.trim() === '') await s3('DELETE', bucket, '', 'policy');
           else await s3('PUT', bucket, '', 'policy', { body: text.value, headers: { 'Content-Type': 'application/json' } });
           toast(text.value.trim() === '' ? 'Policy removed' : 'Policy saved');
-        } catch (err) { toast(err.message, true); }
+        } catch (err) { setError(text, err.message); }
       } })));
 
   let enforced = false;
@@ -71,7 +84,7 @@ async function accessCard(card, bucket) {
     enforced = xtext(doc, 'ObjectOwnership') === 'BucketOwnerEnforced';
   } catch (err) { if (err.code !== 'OwnershipControlsNotFoundError') throw err; }
   if (enforced) {
-    card.append(el('p', { class: 'muted', text: 'ACLs are disabled (object ownership: BucketOwnerEnforced); access is the policy\'s alone.' }));
+    left.append(el('h3', { text: 'Bucket ACL' }), el('p', { class: 'muted', text: 'ACLs are disabled (object ownership: BucketOwnerEnforced); access is the policy\'s alone.' }));
     return;
   }
   const { doc } = await s3('GET', bucket, '', 'acl', { xml: true });
@@ -82,11 +95,13 @@ async function accessCard(card, bucket) {
       if (p === 'WRITE') acl = 'public-read-write'; else if (p === 'READ' && acl === 'private') acl = 'public-read';
     }
   }
-  const sel = el('select', { id: 'acl' }, ['private', 'public-read', 'public-read-write'].map(v => el('option', { value: v, text: v, selected: v === acl })));
-  card.append(el('p', { class: 'muted', text: 'Canned ACL: public-read lets anyone list the bucket; public-read-write also lets anyone write to it.' }),
-    el('div', { class: 'row' }, sel, el('button', { text: 'Save ACL', onclick: async () => {
-      try { await s3('PUT', bucket, '', 'acl', { headers: { 'x-amz-acl': sel.value } }); toast('ACL: ' + sel.value); } catch (err) { toast(err.message, true); }
-    } })));
+  const sel = el('select', { id: 'acl' }, [['private', 'private: the owner only'], ['public-read', 'public-read: anyone may list the bucket'],
+    ['public-read-write', 'public-read-write: anyone may list and write']].map(([v, t]) => el('option', { value: v, text: t, selected: v === acl })));
+  left.append(el('h3', { text: 'Bucket ACL' }),
+    el('div', { class: 'fields' }, field('Canned ACL', sel, { hint: 'Who may list the bucket, and write to it, besides its owner. Objects keep their own ACLs.' }),
+      el('div', { class: 'field', style: 'flex:none;padding-top:23px' }, el('button', { id: 'acl-save', text: 'Save ACL', onclick: async () => {
+        try { await s3('PUT', bucket, '', 'acl', { headers: { 'x-amz-acl': sel.value } }); toast('ACL: ' + sel.value); } catch (err) { setError(sel, err.message); }
+      } }))));
 }
 
 async function versioningCard(card, bucket) {
@@ -105,9 +120,62 @@ async function versioningCard(card, bucket) {
       toast('Versioning ' + s.toLowerCase()); render();
     } catch (err) { toast(err.code === 'NotImplemented' ? 'This server does not support versioning.' : err.message, true); }
   };
+  const badge = status === 'Enabled' ? el('span', { class: 'badge ok', text: 'on' }) : status === 'Suspended' ? el('span', { class: 'badge warn', text: 'suspended' }) : el('span', { class: 'badge', text: 'off' });
+  card.firstChild.append(badge);
   card.append(el('p', { id: 'versioning-status', text: 'Status: ' + (status || 'never enabled') }),
-    el('div', { class: 'row' }, el('button', { text: 'Enable', disabled: status === 'Enabled', onclick: () => set('Enabled') }),
-      el('button', { text: 'Suspend', disabled: status !== 'Enabled', onclick: () => set('Suspended') })));
+    el('p', { class: 'muted', text: 'On: every overwrite and delete keeps the earlier version, which the object page lists, restores and deletes (Versions). ' +
+      'Suspended: new writes replace the current version; versions kept so far stay. A bucket that had versioning on can be suspended, not turned off.' }),
+    el('div', { class: 'row' }, el('button', { id: 'versioning-enable', text: 'Enable versioning', disabled: status === 'Enabled', onclick: () => set('Enabled') }),
+      el('button', { id: 'versioning-suspend', text: 'Suspend versioning', disabled: status !== 'Enabled', onclick: () => set('Suspended') })));
+}
+
+// objectLockCard shows whether Object Lock is on, turns it on (a bucket
+// with versioning on; it cannot be turned off again), and edits the
+// default retention new objects get.
+async function objectLockCard(card, bucket) {
+  card.append(el('h2', { text: 'Object Lock' }));
+  let conf = null;
+  try {
+    conf = (await s3('GET', bucket, '', 'object-lock', { xml: true })).doc;
+  } catch (err) {
+    if (err.code === 'NotImplemented') { card.append(el('p', { class: 'muted', text: 'This server does not support Object Lock.' })); return; }
+    if (err.code !== 'ObjectLockConfigurationNotFoundError') throw err;
+  }
+  const explain = 'A locked version cannot be deleted or overwritten until its retention ends (Governance: users allowed to bypass it may; ' +
+    'Compliance: no one may), or while it has a legal hold.';
+  if (!conf) {
+    card.firstChild.append(el('span', { class: 'badge', text: 'off' }));
+    const { doc } = await s3('GET', bucket, '', 'versioning', { xml: true });
+    const versioned = xtext(doc, 'Status') === 'Enabled';
+    card.append(el('p', { class: 'muted', text: explain }),
+      el('p', { class: 'muted', text: versioned ? 'Turning it on cannot be undone.' : 'It can be turned on while versioning is on; turning it on cannot be undone.' }),
+      el('div', { class: 'row' }, el('button', { id: 'object-lock-enable', text: 'Turn on Object Lock', disabled: !versioned, onclick: async () => {
+        if (!await confirmBox('Turn on Object Lock for ' + bucket + '?', 'Object Lock cannot be turned off again. Versions stay deletable until a retention or legal hold is put on them.', 'Turn on')) return;
+        try {
+          await s3('PUT', bucket, '', 'object-lock', { body: xmlDoc('ObjectLockConfiguration', [['ObjectLockEnabled', 'Enabled']]), headers: { 'Content-Type': 'application/xml' } });
+          toast('Object Lock on'); render();
+        } catch (err) { toast(err.message, true); }
+      } })));
+    return;
+  }
+  card.firstChild.append(el('span', { class: 'badge ok', text: 'on' }));
+  const mode = el('select', { id: 'lock-mode' }, [['', 'None: objects are not locked unless a request asks'], ['GOVERNANCE', 'Governance'], ['COMPLIANCE', 'Compliance']]
+    .map(([v, t]) => el('option', { value: v, text: t, selected: v === xtext(conf, 'Mode') })));
+  const years = xtext(conf, 'Years');
+  const days = el('input', { id: 'lock-days', type: 'number', min: 1, value: years ? String(Number(years) * 365) : xtext(conf, 'Days'), style: 'width:100%' });
+  card.append(el('p', { class: 'muted', text: explain }),
+    el('div', { class: 'fields' }, field('Default retention', mode, { hint: 'What a new object gets when its upload asks for no lock.' }),
+      field('Days', days, { hint: 'How long the default retention lasts.' })),
+    el('div', { class: 'row' }, el('button', { id: 'lock-save', text: 'Save default retention', onclick: async () => {
+      clearErrors(card);
+      const n = Number(days.value);
+      if (mode.value && !(Number.isInteger(n) && n >= 1)) return setError(days, 'A whole number of days, 1 or more.');
+      const rule = mode.value ? [['Rule', [['DefaultRetention', [['Mode', mode.value], ['Days', n]]]]]] : [];
+      try {
+        await s3('PUT', bucket, '', 'object-lock', { body: xmlDoc('ObjectLockConfiguration', [['ObjectLockEnabled', 'Enabled']].concat(rule)), headers: { 'Content-Type': 'application/xml' } });
+        toast('Default retention saved');
+      } catch (err) { setError(days, err.message); }
+    } })));
 }
 
 // lifecycleCard edits the rules a form can express: a prefix, expiry
@@ -126,24 +194,41 @@ async function lifecycleCard(card, bucket) {
         r.getElementsByTagName('ObjectSizeGreaterThan').length + r.getElementsByTagName('ObjectSizeLessThan').length > 0,
     }));
   } catch (err) { if (err.code !== 'NoSuchLifecycleConfiguration') throw err; }
-  const list = el('tbody');
+  card.append(el('p', { class: 'muted', text: 'Rules the server applies in a pass every hour (and on "Run a lifecycle pass now" in Operations): ' +
+    'objects under the prefix are deleted the given number of days after they were written, and uploads never completed are aborted. Empty: that part of the rule is off.' }));
+  const list = el('tbody', { id: 'lifecycle-rules' });
   const row = rule => {
+    const n = list.children.length + 1;
     const inputs = {
-      id: el('input', { value: rule.id || '', size: 10, placeholder: 'id' }),
-      prefix: el('input', { value: rule.prefix || '', size: 12, placeholder: 'all keys' }),
-      days: el('input', { type: 'number', min: 1, value: rule.days || '', style: 'width:70px' }),
-      abortDays: el('input', { type: 'number', min: 1, value: rule.abortDays || '', style: 'width:70px' }),
-      enabled: el('input', { type: 'checkbox', checked: rule.enabled !== false }),
+      enabled: el('input', { type: 'checkbox', checked: rule.enabled !== false, class: 'lc-enabled' }),
+      id: el('input', { value: rule.id || '', placeholder: 'rule-' + n, class: 'lc-id', style: 'width:100%' }),
+      prefix: el('input', { value: rule.prefix || '', placeholder: 'all keys', class: 'lc-prefix', style: 'width:100%' }),
+      days: el('input', { type: 'number', min: 1, value: rule.days || '', class: 'lc-days', style: 'width:110px' }),
+      abortDays: el('input', { type: 'number', min: 1, value: rule.abortDays || '', class: 'lc-abort', style: 'width:110px' }),
     };
-    const tr = el('tr', {}, el('td', {}, inputs.enabled), el('td', {}, inputs.id), el('td', {}, inputs.prefix), el('td', {}, inputs.days),
-      el('td', {}, inputs.abortDays), el('td', {}, rule.other ? el('span', { class: 'muted', text: 'has filters the form does not show; saving drops them' }) : null,
-        el('button', { class: 'danger', text: '✕', title: 'Remove rule', onclick: () => tr.remove() })));
+    const other = rule.other;
+    const cell = (label, input) => el('td', {}, field(label + ' (rule ' + n + ')', input, { hidden: true }));
+    const tr = el('tr', {}, cell('On', inputs.enabled), cell('Name', inputs.id), cell('Key prefix', inputs.prefix),
+      cell('Delete objects after days', inputs.days), cell('Abort unfinished uploads after days', inputs.abortDays),
+      el('td', { class: 'actions' }, rule.other ? el('span', { class: 'badge warn', text: 'has filters the form does not show; saving drops them' }) : null,
+        el('button', { class: 'danger small', text: 'Remove', 'aria-label': 'Remove rule ' + n, onclick: () => tr.remove() })));
     tr.inputs = inputs;
+    tr.other = other;
     list.append(tr);
   };
   rules.forEach(row);
+  const formError = el('p', { class: 'form-error', role: 'alert' });
   const save = async () => {
+    formError.textContent = '';
+    clearErrors(list);
     const rs = Array.from(list.children).map(tr => tr.inputs);
+    for (const tr of list.children) {
+      const i = tr.inputs;
+      for (const d of [i.days, i.abortDays]) {
+        if (d.value && !(Number.isInteger(Number(d.value)) && Number(d.value) >= 1)) return setError(d, 'A whole number of days, 1 or more.');
+      }
+      if (!i.days.value && !i.abortDays.value && !tr.other) return setError(i.days, 'Give days to delete after, or to abort uploads after.');
+    }
     try {
       if (!rs.length) { await s3('DELETE', bucket, '', 'lifecycle'); toast('Lifecycle rules removed'); return; }
       const body = xmlDoc('LifecycleConfiguration', rs.map((i, n) => ['Rule', [
@@ -152,10 +237,13 @@ async function lifecycleCard(card, bucket) {
         .concat(i.abortDays.value ? [['AbortIncompleteMultipartUpload', [['DaysAfterInitiation', i.abortDays.value]]]] : [])]));
       await s3('PUT', bucket, '', 'lifecycle', { body, headers: { 'Content-Type': 'application/xml' } });
       toast('Lifecycle rules saved');
-    } catch (err) { toast(err.message, true); }
+    } catch (err) { formError.textContent = err.message; }
   };
-  card.append(el('table', { id: 'lifecycle' }, el('thead', {}, el('tr', {}, ['On', 'ID', 'Prefix', 'Expire after days', 'Abort uploads after days', ''].map(h => el('th', { text: h })))), list),
-    el('div', { class: 'row' }, el('button', { text: 'Add rule', onclick: () => row({ enabled: true }) }), el('button', { class: 'primary', text: 'Save rules', onclick: save })));
+  card.append(el('div', { class: 'table-wrap' }, el('table', { id: 'lifecycle' }, el('thead', {}, el('tr', {},
+    ['On', 'Name', 'Key prefix', 'Delete objects after (days)', 'Abort unfinished uploads after (days)', ''].map(h => el('th', { text: h })))), list)),
+  formError,
+  el('div', { class: 'row' }, el('button', { id: 'lifecycle-add', text: 'Add rule', onclick: () => { row({ enabled: true }); list.lastChild.inputs.prefix.focus(); } }),
+    el('button', { class: 'primary', id: 'lifecycle-save', text: 'Save rules', onclick: save })));
 }
 
 async function corsCard(card, bucket) {
@@ -171,25 +259,41 @@ async function corsCard(card, bucket) {
       maxAge: xtext(r, 'MaxAgeSeconds'),
     }));
   } catch (err) { if (err.code !== 'NoSuchCORSConfiguration') throw err; }
-  const list = el('div');
+  const list = el('div', { id: 'cors-rules' });
   const methods = ['GET', 'PUT', 'POST', 'DELETE', 'HEAD'];
   const row = rule => {
+    const n = list.children.length + 1;
     const i = {
-      origins: el('input', { value: rule.origins || '', placeholder: 'https://example.com, *', size: 28 }),
-      methods: methods.map(m => el('input', { type: 'checkbox', checked: (rule.methods || ['GET']).includes(m), value: m })),
-      headers: el('input', { value: rule.headers || '', placeholder: 'allowed headers', size: 16 }),
-      expose: el('input', { value: rule.expose || '', placeholder: 'expose headers (ETag)', size: 16 }),
-      maxAge: el('input', { type: 'number', min: 0, value: rule.maxAge || '', placeholder: 'max age s', style: 'width:90px' }),
+      origins: el('input', { value: rule.origins || '', placeholder: 'https://example.com', class: 'cors-origins' }),
+      methods: methods.map(m => el('input', { type: 'checkbox', checked: (rule.methods || ['GET']).includes(m), value: m, id: uid('m') })),
+      headers: el('input', { value: rule.headers || '', placeholder: 'e.g. Content-Type, x-amz-*' }),
+      expose: el('input', { value: rule.expose || '', placeholder: 'e.g. ETag' }),
+      maxAge: el('input', { type: 'number', min: 0, value: rule.maxAge || '', placeholder: 'seconds' }),
     };
-    const box = el('div', { class: 'row card' }, i.origins, i.methods.map(c => el('label', {}, c, c.value)), i.headers, i.expose, i.maxAge,
-      el('button', { class: 'danger', text: '✕', onclick: () => box.remove() }));
+    const methodsId = uid('methods');
+    const box = el('fieldset', { class: 'card cors-rule' }, el('legend', { text: 'Rule ' + n }),
+      el('div', { class: 'fields' },
+        field('Allowed origins', i.origins, { hint: 'Comma-separated; * for any site.' }),
+        el('div', { class: 'field', role: 'group', 'aria-labelledby': methodsId }, el('span', { id: methodsId, style: 'font-weight:600;font-size:13px', text: 'Allowed methods' }),
+          el('div', { class: 'row', style: 'margin:4px 0' }, i.methods.map(c => el('span', { class: 'row', style: 'margin:0;gap:4px' }, c, el('label', { for: c.id, text: c.value }))))),
+        field('Allowed request headers', i.headers, { hint: 'Headers a page may send; * for any.' }),
+        field('Exposed response headers', i.expose, { hint: 'Headers a page may read.' }),
+        field('Cache preflight for (s)', i.maxAge, { hint: 'Max-Age of the browser\'s preflight.' })),
+      el('button', { class: 'danger small', text: 'Remove rule', 'aria-label': 'Remove CORS rule ' + n, onclick: () => box.remove() }));
     box.inputs = i;
     list.append(box);
   };
   rules.forEach(row);
   const split = s => s.split(',').map(x => x.trim()).filter(Boolean);
+  const formError = el('p', { class: 'form-error', role: 'alert' });
   const save = async () => {
+    formError.textContent = '';
+    clearErrors(list);
     const rs = Array.from(list.children).map(b => b.inputs);
+    for (const i of rs) {
+      if (!split(i.origins.value).length) return setError(i.origins, 'Give at least one origin, such as https://example.com or *.');
+      if (!i.methods.some(c => c.checked)) { formError.textContent = 'Each rule allows at least one method.'; i.methods[0].focus(); return; }
+    }
     try {
       if (!rs.length) { await s3('DELETE', bucket, '', 'cors'); toast('CORS rules removed'); return; }
       const body = xmlDoc('CORSConfiguration', rs.map(i => ['CORSRule',
@@ -200,7 +304,8 @@ async function corsCard(card, bucket) {
           .concat(i.maxAge.value ? [['MaxAgeSeconds', i.maxAge.value]] : [])]));
       await s3('PUT', bucket, '', 'cors', { body, headers: { 'Content-Type': 'application/xml' } });
       toast('CORS rules saved');
-    } catch (err) { toast(err.message, true); }
+    } catch (err) { formError.textContent = err.message; }
   };
-  card.append(list, el('div', { class: 'row' }, el('button', { text: 'Add rule', onclick: () => row({}) }), el('button', { class: 'primary', text: 'Save CORS', onclick: save })));
+  card.append(list, formError, el('div', { class: 'row' }, el('button', { id: 'cors-add', text: 'Add rule', onclick: () => { row({}); list.lastChild.inputs.origins.focus(); } }),
+    el('button', { class: 'primary', id: 'cors-save', text: 'Save CORS', onclick: save })));
 }

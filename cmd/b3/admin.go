@@ -62,6 +62,10 @@ func adminCommands() []adminCommand {
 			flags: []string{"size"}, run: adminCacheSet},
 		{name: "lifecycle run", summary: "one lifecycle pass now", run: adminLifecycleRun},
 		{name: "cluster status", summary: "members of the replica group, health, leader, term, lag (b3 node)", run: adminClusterStatus},
+		{name: "cluster rebalance", args: "pause|resume|status", summary: "partition moves between groups: pause (those under way finish), resume, or whether the cluster is balanced",
+			nargs: [2]int{1, 1}, run: adminClusterRebalance},
+		{name: "cluster drain", args: "<group>", summary: "move every partition of a group to the others (it can be stopped once it owns none); --stop ends a drain",
+			nargs: [2]int{1, 1}, flags: []string{"stop"}, run: adminClusterDrain},
 		{name: "cluster add", args: "<id>=<host:port>", summary: "add the node waiting at that cluster address (b3 node --join)", nargs: [2]int{1, 1}, run: adminClusterAdd},
 		{name: "cluster remove", args: "<id>", summary: "remove a member; it stops serving", nargs: [2]int{1, 1}, run: adminClusterRemove},
 		{name: "cluster declare-lost", summary: "the group waits for object bytes no member holds: remove that version everywhere so it goes on (asks first; --yes)",
@@ -82,9 +86,9 @@ type adminFlags struct {
 	url, token, caCert, data, config string
 	json                             bool
 	// command flags
-	objects, force, yes bool
-	newOwner, size      string
-	gone                string
+	objects, force, yes, stop bool
+	newOwner, size            string
+	gone                      string
 }
 
 func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
@@ -101,7 +105,8 @@ func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
 	fs.StringVar(&f.size, "size", "", "cache set: the object cache's new size (bytes, KiB MiB GiB; 0 = off)")
 	fs.BoolVar(&f.yes, "yes", false, "cluster declare-lost: do not ask for a confirmation")
 	fs.StringVar(&f.gone, "gone", "", "cluster declare-lost: members gone for good (id,id...): the leader does not wait for their answer")
-	return map[string]bool{"objects": true, "force": true, "new-owner": true, "size": true, "yes": true, "gone": true}
+	fs.BoolVar(&f.stop, "stop", false, "cluster drain: end the drain of the group (its share comes back)")
+	return map[string]bool{"objects": true, "force": true, "new-owner": true, "size": true, "yes": true, "gone": true, "stop": true}
 }
 
 // adminConfig is the file `b3 admin` reads its connection from when

@@ -193,6 +193,9 @@ func TestAdminJSONShapes(t *testing.T) {
 	ch, _ := json.Marshal(admin.ClusterChange{})
 	check(t, "cluster add", docs, string(ch))
 	check(t, "cluster remove", docs, string(ch))
+	rb, _ := json.Marshal(rebalanceState(admin.ClusterStatus{Groups: []admin.ClusterGroup{{}}, Moves: []admin.ClusterMove{{}}}))
+	check(t, "cluster rebalance", docs, string(rb))
+	check(t, "cluster drain", docs, string(rb))
 	lost, _ := json.Marshal([]admin.ClusterLost{{}})
 	check(t, "cluster declare-lost", docs, string(lost))
 	for _, cmd := range adminCommands() {

@@ -421,6 +421,74 @@ func adminClusterStatus(a *adminCall) (any, func(io.Writer), error) {
 	return st, func(w io.Writer) { printClusterStatus(w, st) }, err
 }
 
+func adminClusterRebalance(a *adminCall) (any, func(io.Writer), error) {
+	var st admin.ClusterStatus
+	var err error
+	switch a.arg(0) {
+	case "pause", "resume":
+		st, err = a.c.SetRebalance(a.ctx, a.arg(0) == "pause")
+	case "status":
+		st, err = a.c.ClusterStatus(a.ctx)
+	default:
+		return nil, nil, usageError{fmt.Sprintf("cluster rebalance %q: want pause, resume or status", a.arg(0))}
+	}
+	return rebalanceState(st), func(w io.Writer) { printRebalance(w, st) }, err
+}
+
+// rebalanceJSON is `cluster rebalance --json` and `cluster drain --json`.
+type rebalanceJSON struct {
+	Balanced bool                `json:"balanced"`
+	Paused   bool                `json:"paused"`
+	Moves    []admin.ClusterMove `json:"moves"`
+	Groups   []rebalanceGroup    `json:"groups"`
+}
+
+type rebalanceGroup struct {
+	Name       string `json:"name"`
+	Partitions int    `json:"partitions"`
+	Target     int    `json:"target"`
+	Draining   bool   `json:"draining"`
+}
+
+func rebalanceState(st admin.ClusterStatus) rebalanceJSON {
+	out := rebalanceJSON{Balanced: st.Balanced, Paused: st.Paused, Moves: st.Moves}
+	if out.Moves == nil {
+		out.Moves = []admin.ClusterMove{}
+	}
+	for _, g := range st.Groups {
+		out.Groups = append(out.Groups, rebalanceGroup{Name: g.Name, Partitions: g.Partitions, Target: g.Target, Draining: g.Draining})
+	}
+	return out
+}
+
+// printRebalance says "balanced" when no move is under way or planned.
+func printRebalance(w io.Writer, st admin.ClusterStatus) {
+	switch {
+	case st.Balanced:
+		fmt.Fprint(w, "balanced")
+	case len(st.Moves) > 0:
+		fmt.Fprintf(w, "moving: %d partitions under way", len(st.Moves))
+	default:
+		fmt.Fprint(w, "not balanced: moves pending")
+	}
+	if st.Paused {
+		fmt.Fprint(w, " (paused: no new move starts; b3 admin cluster rebalance resume)")
+	}
+	fmt.Fprintln(w)
+	for _, g := range st.Groups {
+		note := ""
+		if g.Draining {
+			note = " (draining)"
+		}
+		fmt.Fprintf(w, "  %s: %d partitions, target %d%s\n", g.Name, g.Partitions, g.Target, note)
+	}
+}
+
+func adminClusterDrain(a *adminCall) (any, func(io.Writer), error) {
+	st, err := a.c.DrainGroup(a.ctx, a.arg(0), !a.flags.stop)
+	return rebalanceState(st), func(w io.Writer) { printRebalance(w, st) }, err
+}
+
 func adminClusterAdd(a *adminCall) (any, func(io.Writer), error) {
 	id, addr, ok := strings.Cut(a.arg(0), "=")
 	if !ok || id == "" || addr == "" {

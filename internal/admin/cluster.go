@@ -201,6 +201,22 @@ func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 	return st, err
 }
 
+// SetRebalance pauses (or resumes) the start of partition moves; moves
+// under way finish. It returns the cluster map's status.
+func (c *Client) SetRebalance(ctx context.Context, paused bool) (ClusterStatus, error) {
+	var st ClusterStatus
+	err := clusterOnly(c.do(ctx, http.MethodPost, "/admin/v1/cluster/rebalance", map[string]bool{"paused": paused}, &st))
+	return st, err
+}
+
+// DrainGroup has group's partitions move to the other groups (drain), or
+// stops that (drain false).
+func (c *Client) DrainGroup(ctx context.Context, group string, drain bool) (ClusterStatus, error) {
+	var st ClusterStatus
+	err := clusterOnly(c.do(ctx, http.MethodPost, "/admin/v1/cluster/drain", map[string]any{"group": group, "drain": drain}, &st))
+	return st, err
+}
+
 // ErrNotCluster is a cluster call made to a single server.
 var ErrNotCluster = errors.New("this is a single b3 server, not a b3 node: it has no replica group (the cluster commands are for b3 node; docs/CLUSTER.md)")
 

@@ -166,7 +166,12 @@ func (n *Node) awaitCatalog(ctx context.Context, version uint64) error {
 	for {
 		_, acked, changed := n.catalog.watch()
 		var behind []string
-		for _, g := range n.cmap.load().Groups {
+		m := n.cmap.load()
+		counts := m.Counts()
+		for _, g := range m.Groups {
+			if g.Draining && counts[g.Name] == 0 {
+				continue // drained: it may be stopped; it copies the catalogue again before it owns anything
+			}
 			if g.Name != n.cfg.Group && acked[g.Name] < version {
 				behind = append(behind, g.Name)
 			}
@@ -332,9 +337,10 @@ func (n *Node) othersHoldNothing(bucket string) error {
 		return nil
 	}
 	ms := n.mesh()
+	counts := m.Counts()
 	for _, g := range m.Groups {
-		if g.Name == n.cfg.Group {
-			continue
+		if g.Name == n.cfg.Group || counts[g.Name] == 0 {
+			continue // what a group owning nothing holds is no bucket's (move.go)
 		}
 		ctx, cancel := context.WithTimeout(n.closing, 5*time.Second)
 		addr, err := ms.leaderOf(ctx, &g)

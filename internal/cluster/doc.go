@@ -110,7 +110,6 @@
 //
 // # Not done (see docs/CLUSTER.md)
 //
-// Drain and rebalance commands, uploads listed across groups, a
-// background I/O budget for the pushes and for moves (fetches use the
-// background class).
+// Uploads listed across groups, a background I/O budget for the pushes
+// and for moves (fetches use the background class).
 package cluster

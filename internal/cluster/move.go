@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"slices"
@@ -766,4 +767,106 @@ func (f *fsm) applyDrop(c *command, index uint64) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// mapSetting is an operator's change of the map (POST
+// /_b3/v1/cluster/settings on the first group): "pause" or "resume" the
+// start of new moves, "drain" or "undrain" a group.
+type mapSetting struct {
+	Op    string `json:"op"`
+	Group string `json:"group,omitempty"`
+}
+
+// handleMapSetting serves POST /_b3/v1/cluster/settings.
+func (n *Node) handleMapSetting(w http.ResponseWriter, r *http.Request) {
+	var req mapSetting
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		admin.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	if !n.onMapLeader(w, r, req) {
+		return
+	}
+	m, err := n.changeMap(r.Context(), func(m *partition.Map) error {
+		switch req.Op {
+		case "pause", "resume":
+			m.Paused = req.Op == "pause"
+		case "drain", "undrain":
+			g := m.Group(req.Group)
+			if g == nil {
+				return fmt.Errorf("no group %q in the cluster", req.Group)
+			}
+			if req.Op == "drain" {
+				others := 0
+				for _, o := range m.Groups {
+					if o.Name != g.Name && !o.Draining {
+						others++
+					}
+				}
+				if others == 0 {
+					return fmt.Errorf("group %s is the last one not draining: its partitions would have nowhere to go", g.Name)
+				}
+			}
+			g.Draining = req.Op == "drain"
+		default:
+			return fmt.Errorf("unknown change %q", req.Op)
+		}
+		return nil
+	})
+	if err != nil {
+		admin.WriteJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
+		return
+	}
+	n.log.Info("cluster map changed by an operator", "op", req.Op, "group", req.Group, "epoch", m.Epoch)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(m.Encode())
+}
+
+// askMapSetting has the first group's leader make an operator's change,
+// through any of sources (the first group's members).
+func askMapSetting(ctx context.Context, ms *mesh, sources []string, req mapSetting) (*partition.Map, error) {
+	var raw json.RawMessage
+	if err := ms.postFirst(ctx, sources, "/_b3/v1/cluster/settings", req, &raw); err != nil {
+		return nil, err
+	}
+	return partition.Decode(raw)
+}
+
+// serveMapSetting is the admin API's POST /admin/v1/cluster/rebalance
+// ({"paused": bool}) and /admin/v1/cluster/drain ({"group": G, "drain":
+// bool}), on a node or a router.
+func serveMapSetting(ms *mesh, sources func() []string, maps *mapState, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Paused *bool  `json:"paused"`
+			Group  string `json:"group"`
+			Drain  *bool  `json:"drain"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&in); err != nil {
+			admin.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		var req mapSetting
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/rebalance") && in.Paused != nil:
+			req.Op = map[bool]string{true: "pause", false: "resume"}[*in.Paused]
+		case strings.HasSuffix(r.URL.Path, "/drain") && in.Drain != nil && in.Group != "":
+			req.Op, req.Group = map[bool]string{true: "drain", false: "undrain"}[*in.Drain], in.Group
+		default:
+			admin.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": `want {"paused": true|false} or {"group": "g2", "drain": true|false}`})
+			return
+		}
+		m, err := askMapSetting(r.Context(), ms, sources(), req)
+		if err != nil {
+			code := http.StatusServiceUnavailable
+			if strings.Contains(err.Error(), "409 Conflict") {
+				code = http.StatusConflict
+			}
+			admin.WriteJSON(w, code, map[string]string{"error": err.Error()})
+			return
+		}
+		_, _ = maps.offer(m)
+		admin.Audit(log, r, "cluster."+req.Op, "group", req.Group, "epoch", m.Epoch)
+		admin.WriteJSON(w, http.StatusOK, mapStatus(r.Context(), ms, m, "", nil))
+	}
 }

@@ -143,12 +143,20 @@ func (rt *router) adminHandler() http.Handler {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	m.HandleFunc("GET /admin/v1/cluster", func(w http.ResponseWriter, r *http.Request) {
-		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if subtle.ConstantTimeCompare([]byte(tok), []byte(rt.cfg.AdminToken)) != 1 {
-			admin.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "a valid admin token is required"})
-			return
+	authorized := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if subtle.ConstantTimeCompare([]byte(tok), []byte(rt.cfg.AdminToken)) != 1 {
+				admin.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "a valid admin token is required"})
+				return
+			}
+			h(w, r)
 		}
+	}
+	setting := authorized(serveMapSetting(rt.ms, func() []string { return mapSources(rt.cmap.load(), rt.cfg.Seeds) }, rt.cmap, rt.log))
+	m.HandleFunc("POST /admin/v1/cluster/rebalance", setting)
+	m.HandleFunc("POST /admin/v1/cluster/drain", setting)
+	m.HandleFunc("GET /admin/v1/cluster", authorized(func(w http.ResponseWriter, r *http.Request) {
 		cm := rt.cmap.load()
 		if cm == nil {
 			admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "no cluster map yet"})
@@ -157,6 +165,6 @@ func (rt *router) adminHandler() http.Handler {
 		st := mapStatus(r.Context(), rt.ms, cm, "", nil)
 		st.Node = cmp.Or(rt.cfg.Address, "router")
 		admin.WriteJSON(w, http.StatusOK, st)
-	})
+	}))
 	return m
 }

@@ -412,6 +412,7 @@ func (n *Node) peerHandler() http.Handler {
 	m.HandleFunc("POST /_b3/v1/move/fence", n.handleFence)
 	m.HandleFunc("GET /_b3/v1/move/records", n.handleRecords)
 	m.HandleFunc("POST /_b3/v1/list", n.handleList)
+	m.HandleFunc("POST /_b3/v1/cluster/settings", n.handleMapSetting)
 	m.Handle(adminForwardPrefix, http.HandlerFunc(n.handleAdminForward))
 	return m
 }
@@ -580,6 +581,9 @@ func (n *Node) adminHandler() (http.Handler, *admin.Server, error) {
 		}
 		writeLost(w, out, err, func(code int, msg string) { admin.WriteJSON(w, code, map[string]string{"error": msg}) })
 	}))
+	setting := authorized(serveMapSetting(n.mesh(), n.mapSources, n.cmap, n.log))
+	m.HandleFunc("POST /admin/v1/cluster/rebalance", setting)
+	m.HandleFunc("POST /admin/v1/cluster/drain", setting)
 	// Changes of buckets and users reach every member through the log,
 	// proposed by the leader: another member hands them to it.
 	for _, pattern := range leaderAdminPatterns {

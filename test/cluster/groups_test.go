@@ -99,7 +99,9 @@ func objectsOf(ctx context.Context, t *testing.T, c *testutil.Cluster, i int) in
 // both groups and both routers, listings through either router are
 // complete and ordered (prefix, delimiter, start-after, continuation,
 // versions), and buckets, users and policies are the cluster's, in force
-// in both groups when the call that changed them returns.
+// in both groups when the call that changed them returns. Then the
+// second group is drained: it ends holding nothing, is stopped, and
+// nothing is lost.
 func TestClusterGroups(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -278,6 +280,68 @@ func TestClusterGroups(t *testing.T) {
 	out, err = tg.g1.AdminCLI(ctx2, 0, "cluster", "status")
 	if err != nil || !strings.Contains(string(out), "balanced") || !strings.Contains(string(out), "g2") {
 		t.Fatalf("cluster status: %v\n%s", err, out)
+	}
+
+	// Rebalancing pauses and resumes; then g2 is drained through the
+	// router's admin API: it ends owning and holding nothing, is
+	// stopped, and every object still reads back; bucket changes go on
+	// without it.
+	rb := (&admin.Client{Endpoint: tg.admin, Token: tg.g1.AdminToken})
+	if st, err := rb.SetRebalance(ctx2, true); err != nil || !st.Paused {
+		t.Fatalf("rebalance pause: %+v, %v", st.Paused, err)
+	}
+	for { // g2's members follow the map: a moment behind
+		out, err = tg.g2.AdminCLI(ctx2, 0, "cluster", "rebalance", "status")
+		if err == nil && strings.Contains(string(out), "balanced") && strings.Contains(string(out), "paused") {
+			break
+		}
+		if ctx2.Err() != nil {
+			t.Fatalf("rebalance status on g2: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := rb.SetRebalance(ctx2, false); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := tg.g1.AdminCLI(ctx2, 1, "cluster", "drain", "g1"); err == nil {
+		// Allowed: g2 takes everything. Undo it before draining g2.
+		if out, err := tg.g1.AdminCLI(ctx2, 1, "cluster", "drain", "g1", "--stop"); err != nil {
+			t.Fatalf("drain --stop: %v: %s", err, out)
+		}
+	} else {
+		t.Fatalf("drain g1: %v: %s", err, out)
+	}
+	if _, err := rb.DrainGroup(ctx2, "g2", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rb.DrainGroup(ctx2, "g1", true); err == nil {
+		t.Fatal("drained the last group not draining")
+	}
+	for {
+		st, err := tg.status(ctx2)
+		if err == nil && st.Balanced && st.Groups[1].Partitions == 0 && st.Groups[1].Draining && objectsOf(ctx2, t, tg.g2, 0) == 0 {
+			break
+		}
+		if ctx2.Err() != nil {
+			t.Fatalf("g2 did not drain: %+v, %v", st, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for i := range tg.g2.Nodes {
+		tg.g2.Kill(i)
+	}
+	for _, ep := range []string{tg.g1.Nodes[1].Endpoint(), tg.routers[0]} {
+		cl := retrying(tg.g1.ClientOf(ep, 30*time.Second))
+		for key, body := range want {
+			got, err := getObject(ctx2, cl, "photos", key)
+			if err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("GET %s through %s with g2 drained and stopped: %d bytes, %v", key, ep, len(got), err)
+			}
+		}
+		checkListing(ctx2, t, cl, keys, "", "/", "")
+	}
+	if _, err := root.DeleteBucketPolicy(ctx2, &s3.DeleteBucketPolicyInput{Bucket: aws.String("photos")}); err != nil {
+		t.Fatalf("a bucket change with the drained g2 stopped: %v", err)
 	}
 }
 

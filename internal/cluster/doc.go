@@ -110,6 +110,6 @@
 //
 // # Not done (see docs/CLUSTER.md)
 //
-// Uploads listed across groups, a background I/O budget for the pushes
-// and for moves (fetches use the background class).
+// A background I/O budget for the pushes and for moves (fetches use the
+// background class); see docs/CLUSTER.md for the rest.
 package cluster

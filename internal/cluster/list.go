@@ -31,12 +31,14 @@ type listRequest struct {
 	Bucket   string                       `json:"bucket"`
 	Objects  *meta.ListOptions            `json:"objects,omitempty"`
 	Versions *objstore.VersionListOptions `json:"versions,omitempty"`
+	Uploads  *meta.UploadListOptions      `json:"uploads,omitempty"`
 }
 
 type listAnswer struct {
 	Epoch    uint64                  `json:"epoch"`
 	Objects  *meta.ListResult        `json:"objects,omitempty"`
 	Versions *meta.VersionListResult `json:"versions,omitempty"`
+	Uploads  *meta.UploadListResult  `json:"uploads,omitempty"`
 }
 
 // errListEpoch: a group listed by another map than the caller's.
@@ -91,6 +93,10 @@ func (s *Store) listLocal(m *partition.Map, req listRequest) (listAnswer, error)
 		o := *req.Versions
 		o.Keep = keep
 		a.Versions, err = s.Store.ListVersions(req.Bucket, o)
+	case req.Uploads != nil:
+		o := *req.Uploads
+		o.Keep = keep
+		a.Uploads, err = s.Store.ListUploads(req.Bucket, o)
 	}
 	return a, err
 }
@@ -299,4 +305,35 @@ func mergeVersions(pages []*meta.VersionListResult, max int) *meta.VersionListRe
 		}
 	}
 	return out
+}
+
+// ListUploads lists the bucket's multipart uploads across the groups: a
+// key's uploads are all in one group, so pages merge by key.
+func (s *Store) ListUploads(bucket string, o meta.UploadListOptions) (*meta.UploadListResult, error) {
+	if _, spread := s.spread(); !spread {
+		return s.Store.ListUploads(bucket, o)
+	}
+	answers, err := s.listAcross(listRequest{Bucket: bucket, Uploads: &o})
+	if err != nil {
+		return nil, err
+	}
+	in := make([]page[*meta.Upload], 0, len(answers))
+	for _, a := range answers {
+		if pg := a.Uploads; pg != nil {
+			in = append(in, page[*meta.Upload]{items: pg.Uploads, prefixes: pg.CommonPrefixes, truncated: pg.IsTruncated})
+		}
+	}
+	max := o.MaxUploads
+	if max <= 0 {
+		max = meta.DefaultMaxKeys
+	}
+	m := merge(in, max, func(u *meta.Upload) string { return u.Key })
+	out := &meta.UploadListResult{Uploads: m.items, CommonPrefixes: m.prefixes, IsTruncated: m.truncated}
+	if m.truncated {
+		out.NextKeyMarker = m.lastKey
+		if m.last != nil {
+			out.NextUploadIDMarker = (*m.last).UploadID
+		}
+	}
+	return out, nil
 }

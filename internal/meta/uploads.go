@@ -18,6 +18,8 @@ type UploadListOptions struct {
 	KeyMarker      string
 	UploadIDMarker string
 	MaxUploads     int // uploads plus common prefixes; <= 0 or > 1000 means 1000
+	// Keep as in ListOptions.
+	Keep func(key string) bool `json:"-"`
 }
 
 // UploadListResult is one page of ListUploads. When IsTruncated, the Next
@@ -105,6 +107,10 @@ func (db *DB) ListUploads(bucket string, o UploadListOptions) (*UploadListResult
 		if !strings.HasPrefix(key, o.Prefix) || stepping != nil && strings.HasPrefix(key, steppingCP) {
 			// A Prefix containing 0x00 can match the key separator of a
 			// shorter key ("a" 0x00 id for Prefix "a\x00").
+			valid = it.Next()
+			continue
+		}
+		if o.Keep != nil && !o.Keep(key) {
 			valid = it.Next()
 			continue
 		}

@@ -38,6 +38,11 @@ func (s *Store) CreateUpload(up *meta.Upload) (*meta.Upload, error) {
 	return up, nil
 }
 
+// ListUploads lists a bucket's multipart uploads (meta.DB.ListUploads).
+func (s *Store) ListUploads(bucket string, o meta.UploadListOptions) (*meta.UploadListResult, error) {
+	return s.meta.ListUploads(bucket, o)
+}
+
 // GetUpload returns the upload or ErrNoSuchUpload.
 func (s *Store) GetUpload(bucket, key, uploadID string) (*meta.Upload, error) {
 	up, err := s.meta.GetUpload(bucket, key, uploadID)

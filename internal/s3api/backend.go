@@ -44,7 +44,9 @@ type Backend interface {
 
 	// Reserve takes size bytes of the free-space reserve (see objstore).
 	Reserve(size int64) (release func(), err error)
-	// Meta answers listings of parts and uploads.
+	// ListUploads lists a bucket's multipart uploads (meta.DB.ListUploads).
+	ListUploads(bucket string, o meta.UploadListOptions) (*meta.UploadListResult, error)
+	// Meta answers listings of parts.
 	Meta() *meta.DB
 }
 

@@ -500,7 +500,7 @@ func (s *Server) listUploads(rq *request) error {
 	res := listMultipartUploadsResult{Xmlns: s3Namespace, Bucket: rq.bucket, KeyMarker: p.encode(keyMarker), UploadIDMarker: idMarker,
 		Prefix: p.encode(p.prefix), Delimiter: p.encode(p.delimiter), MaxUploads: maxUploads, EncodingType: p.encodingType}
 	if maxUploads > 0 {
-		page, err := s.store.Meta().ListUploads(rq.bucket, meta.UploadListOptions{Prefix: p.prefix, Delimiter: p.delimiter,
+		page, err := s.store.ListUploads(rq.bucket, meta.UploadListOptions{Prefix: p.prefix, Delimiter: p.delimiter,
 			KeyMarker: keyMarker, UploadIDMarker: idMarker, MaxUploads: maxUploads})
 		if err != nil {
 			return err

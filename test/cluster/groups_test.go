@@ -223,6 +223,44 @@ func TestClusterGroups(t *testing.T) {
 		checkVersions(ctx2, t, cl, "versioned", 30)
 	}
 
+	// Multipart uploads of keys in both groups are listed together.
+	var uploads []string
+	for i := range 12 {
+		key := fmt.Sprintf("mp/k%02d", i)
+		out, err := root0(tg).CreateMultipartUpload(ctx2, &s3.CreateMultipartUploadInput{Bucket: aws.String("photos"), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uploads = append(uploads, key+" "+*out.UploadId)
+	}
+	for _, ep := range tg.routers {
+		cl := retrying(tg.g1.ClientOf(ep, 30*time.Second))
+		var got []string
+		var km, um *string
+		for {
+			out, err := cl.ListMultipartUploads(ctx2, &s3.ListMultipartUploadsInput{Bucket: aws.String("photos"), MaxUploads: aws.Int32(5), KeyMarker: km, UploadIdMarker: um})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range out.Uploads {
+				got = append(got, *u.Key+" "+*u.UploadId)
+			}
+			if !aws.ToBool(out.IsTruncated) {
+				break
+			}
+			km, um = out.NextKeyMarker, out.NextUploadIdMarker
+		}
+		if !slices.Equal(got, uploads) {
+			t.Fatalf("uploads listed through %s:\n%v\nwant\n%v", ep, got, uploads)
+		}
+	}
+	for _, u := range uploads {
+		key, id, _ := strings.Cut(u, " ")
+		if _, err := root0(tg).AbortMultipartUpload(ctx2, &s3.AbortMultipartUploadInput{Bucket: aws.String("photos"), Key: aws.String(key), UploadId: aws.String(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	// Users and policies are the cluster's, in force on every group when
 	// the call returns: a user added through g2's admin API reads a key
 	// g2 holds through the first router at once; a policy set through
@@ -431,4 +469,9 @@ func checkVersions(ctx context.Context, t *testing.T, cl *s3.Client, bucket stri
 	if len(keys) != n || !sort.StringsAreSorted(keys) || latest != 10 {
 		t.Fatalf("versions of %s: %d (want %d), sorted %v, %d latest (want 10): %v", bucket, len(keys), n, sort.StringsAreSorted(keys), latest, keys)
 	}
+}
+
+// root0 is a client of the first router with the root user.
+func root0(tg *twoGroups) *s3.Client {
+	return retrying(tg.g1.ClientOf(tg.routers[0], 30*time.Second))
 }

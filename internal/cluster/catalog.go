@@ -207,6 +207,10 @@ func (n *Node) followCatalog(ctx context.Context) {
 		if !n.holdsCatalog(c) {
 			if _, err := n.propose(&command{Op: opCatalog, Catalog: c}); err != nil {
 				n.log.Warn("apply the cluster's buckets and users", "version", c.Version, "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(5 * time.Second):
+				}
 				continue
 			}
 		}

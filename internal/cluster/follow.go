@@ -239,7 +239,66 @@ func mapSources(m *partition.Map, seeds []string) []string {
 // handleMap answers GET /_b3/v1/cluster/map?after=E: the map once its
 // epoch is above E (held up to mapWait), 204 if there is none by then.
 func (n *Node) handleMap(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("current") != "" {
+		n.serveCurrentMap(w)
+		return
+	}
 	serveMap(w, r, n.cmap)
+}
+
+// serveCurrentMap answers GET /_b3/v1/cluster/map?current=1 on the first
+// group's leader: the map as of now, once it has confirmed that it still
+// leads (every map change committed before is applied here).
+func (n *Node) serveCurrentMap(w http.ResponseWriter) {
+	if !n.firstGroup() || !n.leading() || n.raft.VerifyLeader().Error() != nil {
+		w.Header().Set(notLeaderHeader, "1")
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "ask the leader of group " + partition.FirstGroup})
+		return
+	}
+	m := n.cmap.load()
+	if m == nil {
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "no map yet"})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(m.Encode())
+}
+
+// currentMap returns the map as of now, from the first group's leader
+// (this node's own when it is that leader), and makes it this node's.
+// The decisions that must not be taken on an old map take it: removing
+// records a move left (sweepForeign) and receiving partitions.
+func (n *Node) currentMap(ctx context.Context) (*partition.Map, error) {
+	if n.firstGroup() {
+		if !n.leading() || n.raft.VerifyLeader().Error() != nil {
+			return nil, errNotLeader
+		}
+		return n.cmap.load(), nil
+	}
+	g := n.cmap.load().Group(partition.FirstGroup)
+	if g == nil {
+		return nil, errors.New("no map yet")
+	}
+	ms := n.mesh()
+	addr, err := ms.leaderOf(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var raw json.RawMessage
+	if err := getJSON(ctx, ms.http, addr, "/_b3/v1/cluster/map?current=1", &raw); err != nil {
+		ms.leaders.forget(g.Name, addr)
+		return nil, err
+	}
+	m, err := partition.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := n.cmap.offer(m); err != nil {
+		return nil, err
+	}
+	return n.cmap.load(), nil
 }
 
 func serveMap(w http.ResponseWriter, r *http.Request, s *mapState) {
@@ -321,7 +380,7 @@ func (n *Node) followMap(ctx context.Context, s *mapState, sources func() []stri
 }
 
 func followMap(ctx context.Context, ms *mesh, s *mapState, sources func() []string, warn func(string, ...any)) {
-	failures := 0
+	failures, start := 0, 0
 	for ctx.Err() == nil {
 		cur := s.load()
 		var after uint64
@@ -329,7 +388,11 @@ func followMap(ctx context.Context, ms *mesh, s *mapState, sources func() []stri
 			after = cur.Epoch
 		}
 		got := false
-		for _, addr := range sources() {
+		srcs := sources()
+		for i := range srcs {
+			// Each round starts at the next source: one that answers but
+			// lags (cut off from its leader) is not asked for ever.
+			addr := srcs[(start+i)%len(srcs)]
 			m, err := ms.getMap(ctx, addr, after)
 			if err != nil {
 				continue
@@ -339,6 +402,8 @@ func followMap(ctx context.Context, ms *mesh, s *mapState, sources func() []stri
 				if _, err := s.offer(m); err != nil {
 					warn("keep the cluster map", "err", err)
 				}
+			} else {
+				start++
 			}
 			break
 		}

@@ -168,9 +168,12 @@ func (s *Store) listAcross(req listRequest) ([]listAnswer, error) {
 		m := s.node.cmap.load()
 		req.Epoch = m.Epoch
 		answers, err := s.listGroups(s.node.closing, m, req)
-		if errors.Is(err, errListEpoch) && attempt < listRetries {
-			time.Sleep(100 * time.Millisecond)
-			continue
+		if errors.Is(err, errListEpoch) {
+			if attempt < listRetries {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			err = errMoving // partitions keep moving: the client retries
 		}
 		return answers, err
 	}

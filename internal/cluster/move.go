@@ -156,6 +156,15 @@ func (n *Node) checkOwner(bucket, key string) error {
 	return nil
 }
 
+// ownsRead refuses a read of bucket/key unless this group owns its
+// partition by the map it knows.
+func (n *Node) ownsRead(bucket, key string) error {
+	if m := n.cmap.load(); m != nil && len(m.Groups) > 1 && m.Owner(bucket, key) != n.cfg.Group {
+		return errWrongGroup
+	}
+	return nil
+}
+
 // errMoving: the write's partition is moving to another group, in its
 // last step.
 var errMoving = &s3api.APIError{Code: "SlowDown", Status: http.StatusServiceUnavailable, Message: "The key's partition is moving to another replica group; retry."}
@@ -266,6 +275,16 @@ func (n *Node) handleRecords(w http.ResponseWriter, r *http.Request) {
 		admin.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
+	to := r.URL.Query().Get("to")
+	for p := range set {
+		// Only partitions this group owns and gives to the asker: a
+		// destination that runs on an old map (its move switched
+		// already) must not sync from what is left here.
+		if mv, ok := m.Moving(p); !ok || mv.From != n.cfg.Group || mv.To != to {
+			admin.WriteJSON(w, http.StatusConflict, map[string]string{"error": fmt.Sprintf("partition %d is not moving from %s to %s", p, n.cfg.Group, to)})
+			return
+		}
+	}
 	if f := r.URL.Query().Get("fence"); f != "" {
 		// The last sync: the view is taken once the fence holds here,
 		// whoever leads now (a leader elected since the fence was
@@ -338,7 +357,13 @@ func (n *Node) handleRecords(w http.ResponseWriter, r *http.Request) {
 // runMoves drives the moves to this group; run by its leader.
 func (n *Node) runMoves(ctx context.Context) {
 	m := n.cmap.load()
-	if m == nil {
+	if m == nil || !slices.ContainsFunc(m.Moves, func(mv partition.Move) bool { return mv.To == n.cfg.Group }) {
+		return
+	}
+	// Moves to this group by the map as of now: one this node's map still
+	// lists may have switched already.
+	m, err := n.currentMap(ctx)
+	if err != nil {
 		return
 	}
 	var from string
@@ -436,7 +461,7 @@ func (n *Node) syncFrom(ctx context.Context, from string, parts []int, fence uin
 	if err != nil {
 		return err
 	}
-	u := "http://" + addr + "/_b3/v1/move/records?partitions=" + joinInts(parts)
+	u := "http://" + addr + "/_b3/v1/move/records?to=" + n.cfg.Group + "&partitions=" + joinInts(parts)
 	if fence != 0 {
 		u += "&fence=" + strconv.FormatUint(fence, 10)
 	}
@@ -467,6 +492,9 @@ func (n *Node) syncFrom(ctx context.Context, from string, parts []int, fence uin
 			break
 		}
 		seen.add(rec)
+		if err := n.stillReceiving(parts); err != nil {
+			return err
+		}
 		if err := n.copyRecord(ctx, addr, rec); err != nil {
 			return err
 		}
@@ -478,7 +506,28 @@ func (n *Node) syncFrom(ctx context.Context, from string, parts []int, fence uin
 	for _, p := range parts {
 		set[p] = true
 	}
+	// What the view lacked is removed here only while the moves are still
+	// pending by the map as of now: the view was taken before this check,
+	// so before any switch, and before the source removed anything.
+	if _, err := n.currentMap(ctx); err != nil {
+		return err
+	}
+	if err := n.stillReceiving(parts); err != nil {
+		return err
+	}
 	return n.dropUnseen(set, seen)
+}
+
+// stillReceiving reports an error unless every partition of parts is, by
+// this node's map, moving to its group.
+func (n *Node) stillReceiving(parts []int) error {
+	m := n.cmap.load()
+	for _, p := range parts {
+		if mv, ok := m.Moving(p); !ok || mv.To != n.cfg.Group {
+			return fmt.Errorf("partition %d is no longer moving here (epoch %d)", p, m.Epoch)
+		}
+	}
+	return nil
 }
 
 // seenRecords are the records a sync read from the source.
@@ -676,9 +725,14 @@ type dropRef struct {
 // an interrupted move left here. Run by a group's leader while no move
 // into its group is under way.
 func (n *Node) sweepForeign() error {
-	m := n.cmap.load()
-	if m == nil || len(m.Groups) == 1 {
+	if m := n.cmap.load(); m == nil || len(m.Groups) == 1 {
 		return nil
+	}
+	// By the map as of now: a map this node holds may be older than a
+	// move that switched partitions here.
+	m, err := n.currentMap(n.closing)
+	if err != nil {
+		return err
 	}
 	for _, mv := range m.Moves {
 		if mv.To == n.cfg.Group {
@@ -686,7 +740,7 @@ func (n *Node) sweepForeign() error {
 		}
 	}
 	dropped := 0
-	err := n.dropWhere(func(_, bucket, key string, _ uint64, _ string) bool {
+	err = n.dropWhere(func(_, bucket, key string, _ uint64, _ string) bool {
 		foreign := m.Owner(bucket, key) != n.cfg.Group
 		if foreign {
 			dropped++

@@ -72,6 +72,19 @@ func (s *Store) current(bucket, key string) (*meta.Object, error) {
 	return cur, err
 }
 
+// above returns version, or the version after the key's current record's
+// if that is not below it: versions a group numbers by its own terms may
+// be below those of records another group wrote before the key's
+// partition moved here (move.go), and a key's new version must be its
+// newest. The caller holds the key's lock. (The version is the record's
+// alone: the bytes staged for it are found by their stage id.)
+func (s *Store) above(bucket, key string, version uint64) uint64 {
+	if cur, err := s.current(bucket, key); err == nil && cur != nil && cur.Version >= version {
+		return cur.Version + 1
+	}
+	return version
+}
+
 // stageAndPush writes body beside the log here and on the followers (step
 // 2 and 4 of the PUT path); finish runs in between with the size. Sync
 // mode streams the body to the followers as it is written here; async
@@ -147,6 +160,7 @@ func (s *Store) PutObject(ctx context.Context, in objstore.PutInput) (*meta.Obje
 	obj.Extents = nil // each replica has its own
 	unlock := s.lockKey(in.Bucket, in.Key)
 	defer unlock()
+	obj.Version = s.above(in.Bucket, in.Key, obj.Version)
 	if in.Precondition != nil {
 		cur, err := s.current(in.Bucket, in.Key)
 		if err == nil {
@@ -215,6 +229,11 @@ func (s *Store) CreateBucket(b *meta.Bucket) (*meta.Bucket, error) {
 	unlock := s.lockBucket(b.Name)
 	defer unlock()
 	if cur, err := s.GetBucket(b.Name); err == nil {
+		// A retry of a create whose wait for the other groups timed out
+		// waits for them as well.
+		if err := s.node.awaitCatalog(s.node.closing, s.node.catalogVersion()); err != nil {
+			return nil, err
+		}
 		return cur, objstore.ErrBucketExists
 	}
 	if b.Created.IsZero() {

@@ -75,6 +75,9 @@ func (s *Store) proposeDeletion(bucket, key string, d objstore.Deletion) applyRe
 	defer unlock()
 	d.At = time.Now().UTC()
 	d.Modified = d.At
+	if d.Marker != 0 {
+		d.Marker = s.above(bucket, key, d.Marker)
+	}
 	return s.node.proposeResult(&command{Op: opDeleteVersion, Name: bucket, Key: key, Delete: &d})
 }
 

@@ -427,7 +427,13 @@ func (c *Cluster) stopAll() {
 // endpoint; it is stopped when the test ends.
 func (c *Cluster) StartRouter(seeds []string, args ...string) (*Process, string) {
 	c.t.Helper()
-	addr := FreeAddr(c.t)
+	return c.StartRouterAt(FreeAddr(c.t), seeds, args...)
+}
+
+// StartRouterAt is StartRouter on addr (a router started again where a
+// killed one was).
+func (c *Cluster) StartRouterAt(addr string, seeds []string, args ...string) (*Process, string) {
+	c.t.Helper()
 	argv := append([]string{"router", "--address", addr, "--cluster-seeds", strings.Join(seeds, ","), "--drain-delay", "0s"}, args...)
 	p, err := Start("router-"+addr, c.bin, argv, []string{"B3_CLUSTER_SECRET=" + c.opts.Secret, "B3_ADMIN_TOKEN=" + c.AdminToken})
 	if err != nil {

@@ -3,12 +3,16 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,9 +29,10 @@ import (
 // twoGroups starts group g1 (n1-n3), then group g2 (n4-n6) joining it
 // through n1, and a router asking each group.
 type twoGroups struct {
-	g1, g2  *testutil.Cluster
-	routers []string // S3 endpoints
-	admin   string   // the first router's admin URL
+	g1, g2      *testutil.Cluster
+	routers     []string // S3 endpoints
+	routerProcs []*testutil.Process
+	admin       string // the first router's admin URL
 }
 
 func startTwoGroups(t *testing.T, beforeG2 func(*testutil.Cluster)) *twoGroups {
@@ -39,9 +44,9 @@ func startTwoGroups(t *testing.T, beforeG2 func(*testutil.Cluster)) *twoGroups {
 	tg.g2 = testutil.StartCluster(t, testutil.ClusterOptions{FirstID: 3,
 		Args: []string{"--group", "g2", "--cluster-seeds", tg.g1.Nodes[0].ClusterAddr}})
 	adminAddr := testutil.FreeAddr(t)
-	_, r1 := tg.g1.StartRouter([]string{tg.g1.Nodes[0].ClusterAddr}, "--admin-address", adminAddr)
-	_, r2 := tg.g1.StartRouter([]string{tg.g2.Nodes[0].ClusterAddr})
-	tg.routers, tg.admin = []string{r1, r2}, "http://"+adminAddr
+	p1, r1 := tg.g1.StartRouter([]string{tg.g1.Nodes[0].ClusterAddr}, "--admin-address", adminAddr)
+	p2, r2 := tg.g1.StartRouter([]string{tg.g2.Nodes[0].ClusterAddr})
+	tg.routers, tg.routerProcs, tg.admin = []string{r1, r2}, []*testutil.Process{p1, p2}, "http://"+adminAddr
 	return tg
 }
 
@@ -474,4 +479,165 @@ func checkVersions(ctx context.Context, t *testing.T, cl *s3.Client, bucket stri
 // root0 is a client of the first router with the root user.
 func root0(tg *twoGroups) *s3.Client {
 	return retrying(tg.g1.ClientOf(tg.routers[0], 30*time.Second))
+}
+
+// groupKillCycles is the number of moves TestClusterGroupsKill kills a
+// process in: 4 in CI (each group's leader as a source, a leader as a
+// destination, a router), more with B3_GROUP_KILLS (the long variant).
+func groupKillCycles(t *testing.T) int {
+	if v := os.Getenv("B3_GROUP_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("B3_GROUP_KILLS=%q: want a positive number", v)
+		}
+		return n
+	}
+	return 4
+}
+
+// TestClusterGroupsKill: partitions move back and forth between two
+// groups (g2 drained, then not) under a load of unique writes, deletes
+// and register operations through both routers and a node of each
+// group; during each move one process is killed with SIGKILL at a random
+// moment — the source group's leader, the destination's leader or a
+// router, in turn — and started again. Every acknowledged object then
+// reads back identical through every router and node, nothing deleted
+// comes back, and the history of the register keys is linearizable.
+func TestClusterGroupsKill(t *testing.T) {
+	tg := startTwoGroups(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	tg.waitBalanced(ctx, t)
+	ak, sk := tg.g1.Keys()
+	endpoints := append(slices.Clone(tg.routers), tg.g1.Nodes[0].Endpoint(), tg.g2.Nodes[1].Endpoint())
+	var load []*s3.Client
+	for _, ep := range endpoints {
+		load = append(load, testutil.S3ClientTimeout(ep, ak, sk, 15*time.Second))
+	}
+	const bucket = "moving"
+	if err := createBucket(ctx, retrying(load[0]), bucket); err != nil {
+		t.Fatal(err)
+	}
+	st := &loadState{acked: map[string][32]byte{}, deleted: map[string]bool{}, maybe: map[string][32]byte{}}
+	hist := &history{start: time.Now()}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	registers := []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"}
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 7))
+			for seq := 0; ; seq++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				cl := load[r.IntN(len(load))]
+				var err error
+				if r.IntN(2) == 0 {
+					err = uniqueOp(ctx, cl, bucket, w, seq, r, st)
+				} else {
+					err = registerOp(ctx, cl, bucket, w, seq, registers[r.IntN(len(registers))], r, hist)
+				}
+				if err != nil {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	stopLoad := func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	}
+	defer stopLoad()
+
+	rb := &admin.Client{Endpoint: tg.admin, Token: tg.g1.AdminToken}
+	groups := map[string]*testutil.Cluster{"g1": tg.g1, "g2": tg.g2}
+	r := rand.New(rand.NewPCG(42, 42))
+	for cycle := range groupKillCycles(t) {
+		time.Sleep(time.Second) // load before the move
+		drain := cycle%2 == 0
+		if _, err := rb.DrainGroup(ctx, "g2", drain); err != nil {
+			t.Fatalf("cycle %d: drain g2 %v: %v", cycle, drain, err)
+		}
+		// Wait for a move to be under way, then kill at a random moment.
+		var moving admin.ClusterStatus
+		for {
+			s, err := tg.status(ctx)
+			if err == nil && len(s.Moves) > 0 {
+				moving = s
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("cycle %d: no move started: %v", cycle, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(r.IntN(300)) * time.Millisecond)
+		mv := moving.Moves[0]
+		// The source's leader (g2's, then g1's), the destination's (g1's),
+		// a router, in turn.
+		switch victim := cycle % 4; victim {
+		case 0, 1, 2:
+			name := mv.From
+			if victim == 2 {
+				name = mv.To
+			}
+			c := groups[name]
+			leader, err := c.Leader(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("cycle %d: moving %s -> %s; kill -9 %s, the leader of %s", cycle, mv.From, mv.To, c.Nodes[leader].ID, name)
+			c.Kill(leader)
+			time.Sleep(500 * time.Millisecond)
+			if err := c.Start(leader); err != nil {
+				t.Fatal(err)
+			}
+		case 3:
+			addr := strings.TrimPrefix(tg.routers[0], "http://")
+			t.Logf("cycle %d: moving %s -> %s; kill -9 the router %s", cycle, mv.From, mv.To, addr)
+			tg.routerProcs[0].Kill()
+			time.Sleep(500 * time.Millisecond)
+			tg.routerProcs[0], _ = tg.g1.StartRouterAt(addr, []string{tg.g1.Nodes[0].ClusterAddr}, "--admin-address", strings.TrimPrefix(tg.admin, "http://"))
+		}
+		for {
+			s, err := tg.status(ctx)
+			if err == nil && s.Balanced {
+				t.Logf("cycle %d: balanced at epoch %d: g1 %d, g2 %d partitions", cycle, s.MapEpoch, s.Groups[0].Partitions, s.Groups[1].Partitions)
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("cycle %d: the cluster did not balance again: %+v, %v", cycle, s, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	time.Sleep(time.Second)
+	stopLoad()
+	t.Logf("%d writes acknowledged, %d failed; %d deleted", st.writes, st.fails, len(st.deleted))
+	if st.writes == 0 {
+		t.Fatal("no write was acknowledged")
+	}
+	for _, ep := range tg.endpoints() {
+		cl := retrying(tg.g1.ClientOf(ep, 30*time.Second))
+		for key, sum := range st.acked {
+			body, err := getObject(ctx, cl, bucket, key)
+			if err != nil || sha256.Sum256(body) != sum {
+				t.Fatalf("%s through %s: %v (or other bytes)", key, ep, err)
+			}
+		}
+		for key := range st.deleted {
+			if _, err := getObject(ctx, cl, bucket, key); !notFound(err) {
+				t.Fatalf("deleted %s through %s: %v, want 404", key, ep, err)
+			}
+		}
+	}
+	checkLinearizable(t, hist)
 }

@@ -67,7 +67,10 @@ func (s *Store) listGroups(ctx context.Context, m *partition.Map, req listReques
 			return nil, errNoQuorum
 		}
 		var a listAnswer
-		if err := ms.postJSON(ctx, addr, "/_b3/v1/list", req, &a); err != nil {
+		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = ms.postJSON(lctx, addr, "/_b3/v1/list", req, &a)
+		cancel()
+		if err != nil {
 			ms.leaders.forget(g.Name, addr)
 			return nil, fmt.Errorf("%w: list on group %s: %v", errNoQuorum, g.Name, err)
 		}

@@ -377,6 +377,18 @@ func (n *Node) runMoves(ctx context.Context) {
 	if len(parts) == 0 {
 		return
 	}
+	// The moves end with this node's leadership: another leader runs them.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if !n.leading() {
+				cancel()
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
 	start := time.Now()
 	n.log.Info("receiving partitions", "from", from, "partitions", len(parts))
 	if err := n.receive(ctx, from, parts); err != nil {

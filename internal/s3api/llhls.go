@@ -109,20 +109,28 @@ func (s *Server) getPlaylist(rq *request) (handled bool, err error) {
 		if deadline == nil {
 			deadline = time.NewTimer(p.HoldLimit())
 		}
-		// Held, the request is no load the background work (vacuum,
-		// catch-up) should give way to.
-		resume := iolimit.Idle(rq.Context())
-		select {
-		case <-w.Woken():
-			resume()
-		case <-deadline.C:
+		if err := hold(rq, w.Woken(), deadline.C, p.TargetDuration, errPlaylistNotReached); err != nil {
 			w.Cancel()
-			rq.w.Header().Set("Retry-After", strconv.FormatInt(wholeSeconds(p.TargetDuration), 10))
-			return true, errPlaylistNotReached
-		case <-rq.Context().Done():
-			w.Cancel()
-			return true, rq.Context().Err()
+			return true, err
 		}
+	}
+}
+
+// hold waits until woken; at the deadline it answers timedOut with a
+// Retry-After of retry, and the client's end ends it too. Held, the
+// request is no load the background work (vacuum, catch-up) should give
+// way to.
+func hold(rq *request, woken <-chan struct{}, deadline <-chan time.Time, retry time.Duration, timedOut error) error {
+	resume := iolimit.Idle(rq.Context())
+	select {
+	case <-woken:
+		resume()
+		return nil
+	case <-deadline:
+		rq.w.Header().Set("Retry-After", strconv.FormatInt(wholeSeconds(retry), 10))
+		return timedOut
+	case <-rq.Context().Done():
+		return rq.Context().Err()
 	}
 }
 
@@ -194,6 +202,12 @@ func (s *Server) writePlaylist(rq *request, obj *meta.Object, data []byte, p *hl
 // HeldPlaylistRequests is the number of playlist requests held now.
 func (s *Server) HeldPlaylistRequests() int { return s.playlists.Held() }
 
+// PartRequests counts the GETs of preload-hinted parts: held now, held
+// in all, and answered from an upload in flight in all.
+func (s *Server) PartRequests() (held int, heldTotal, streamedTotal uint64) {
+	return s.parts.Held(), s.partsHeld.Load(), s.partsStreamed.Load()
+}
+
 // wholeSeconds rounds d up to whole seconds, at least one.
 func wholeSeconds(d time.Duration) int64 {
 	return max(1, int64((d+time.Second-1)/time.Second))
@@ -202,10 +216,15 @@ func wholeSeconds(d time.Duration) int64 {
 // playlistStored follows a write of rq's key in an LL-HLS bucket, or one
 // requests wait for: it reads back the current version (the write's or a
 // later one, so the last write's read-back sees the last state), notes
-// its date ranges (History) and wakes the requests it reaches.
+// its date ranges (History) and preload hints (Parts), and wakes the
+// requests it reaches. A write of a media key wakes the GETs held for it.
 func (s *Server) playlistStored(rq *request) {
 	name := playlistName(rq.bucket, rq.key)
 	origin := rq.bucketRec != nil && rq.bucketRec.LLHLS
+	if partsApply(rq) {
+		s.parts.Stored(name)
+		return
+	}
 	if !isPlaylistKey(rq.key) || !origin && !s.playlists.Waiting(name) {
 		return
 	}
@@ -223,6 +242,205 @@ func (s *Server) playlistStored(rq *request) {
 	p := hls.Parse(data)
 	if origin {
 		s.dateRanges.Record(name, p, s.cfg.Now())
+		s.parts.SetHints(name, hintedNames(rq.bucket, rq.key, p), p.HoldLimit(), s.cfg.Now())
 	}
 	s.playlists.Wake(name, p)
+}
+
+// Preload hints (docs/HLS.md): in an LL-HLS bucket, a GET of a key that
+// does not exist but that the last write of a playlist names in its
+// EXT-X-PRELOAD-HINT is held (hls.Parts) until an upload of it begins,
+// then answered with the upload's body as it arrives, chunked, ending
+// with the object; a failed upload cuts the answer (the connection is
+// aborted: never a part presented as whole that is not). An upload whose
+// body is not kept (too large) is waited for until it is stored, then
+// the GET is answered from the store. Not written within three target
+// durations: 503 with Retry-After, as a blocking playlist request.
+
+var errPartNotWritten = apiErr("ServiceUnavailable", 503,
+	"The part named by the playlist's preload hint was not written within three target durations")
+
+// partsApply reports whether key is a media key of an LL-HLS bucket:
+// its uploads are kept for the GETs that read them while in flight.
+func partsApply(rq *request) bool {
+	return rq.bucketRec != nil && rq.bucketRec.LLHLS && !isPlaylistKey(rq.key)
+}
+
+// partUpload is an upload read by GETs while in flight; nil (no LL-HLS
+// bucket, or a playlist) does nothing.
+type partUpload struct{ b *hls.Body }
+
+// beginPart starts keeping the body of the upload of rq's key, which
+// will store obj, when partsApply.
+func (s *Server) beginPart(rq *request, obj *meta.Object) *partUpload {
+	if !partsApply(rq) {
+		return nil
+	}
+	c := *obj // the store fills in obj as it writes
+	c.Bucket, c.Key = rq.bucket, rq.key
+	return &partUpload{s.parts.Begin(playlistName(rq.bucket, rq.key), rq.contentLength, &c)}
+}
+
+// tee is body, kept as it is read.
+func (u *partUpload) tee(body io.Reader) io.Reader {
+	if u == nil {
+		return body
+	}
+	return io.TeeReader(body, u.b)
+}
+
+// end ends the body once the upload is stored (err nil) or failed.
+func (u *partUpload) end(err error) {
+	switch {
+	case u == nil:
+	case err != nil:
+		u.b.Abort()
+	default:
+		u.b.Finish()
+	}
+}
+
+// getHintedPart answers a GET of a key not found (missing is that
+// error) in an LL-HLS bucket: when a playlist's preload hint names it,
+// the GET is held until its upload begins, then reads it (streamPart).
+// stored is true when a write stored it meanwhile: the caller reads it
+// as any GET.
+func (s *Server) getHintedPart(rq *request, missing error) (stored bool, err error) {
+	name := playlistName(rq.bucket, rq.key)
+	start, end, streamable := liveRange(rq.Header.Get("Range"))
+	var deadline *time.Timer
+	defer func() {
+		if deadline != nil {
+			deadline.Stop()
+		}
+	}()
+	for {
+		body, w, hint, hinted := s.parts.Wait(name, streamable)
+		if body != nil {
+			s.partsStreamed.Add(1)
+			return false, s.streamPart(rq, body, start, end)
+		}
+		if _, err := s.store.HeadObject(rq.bucket, rq.key); err == nil || !missingObject(err) {
+			w.Cancel()
+			return err == nil, err
+		}
+		if !hinted {
+			w.Cancel()
+			return false, missing
+		}
+		if deadline == nil {
+			deadline = time.NewTimer(hint.HoldLimit)
+			s.partsHeld.Add(1)
+		}
+		if err := hold(rq, w.Woken(), deadline.C, hint.HoldLimit/3, errPartNotWritten); err != nil {
+			w.Cancel()
+			return false, err
+		}
+	}
+}
+
+// liveRange reads the Range of a GET that an upload in flight can
+// answer: none (0, -1) or bytes=N- or bytes=N-M. Others (a suffix
+// range, several ranges) need the object's size: streamable is false.
+func liveRange(header string) (start, end int64, streamable bool) {
+	if header == "" {
+		return 0, -1, true
+	}
+	spec, ok := strings.CutPrefix(strings.TrimSpace(header), "bytes=")
+	first, last, ok2 := strings.Cut(spec, "-")
+	if !ok || !ok2 || strings.Contains(spec, ",") {
+		return 0, 0, false
+	}
+	start, err := strconv.ParseInt(strings.TrimSpace(first), 10, 64)
+	if err != nil || start < 0 {
+		return 0, 0, false
+	}
+	end = -1
+	if last = strings.TrimSpace(last); last != "" {
+		if end, err = strconv.ParseInt(last, 10, 64); err != nil || end < start {
+			return 0, 0, false
+		}
+	}
+	return start, end, true
+}
+
+// streamPart answers a GET with an upload's body as it arrives (from
+// start to end, -1 for its end), chunked: no Content-Length, ETag or
+// Last-Modified (the object does not exist yet). Authorized against the
+// object the upload will store. The answer ends when the upload is
+// stored; if it fails, the connection is aborted after what was sent.
+func (s *Server) streamPart(rq *request, body *hls.Body, start, end int64) error {
+	obj := body.Meta.(*meta.Object)
+	if err := s.actOnJudged(rq, rq.bucketRec, requestAccess(rq), rq.key, obj); err != nil {
+		return err
+	}
+	if body.Size >= 0 && start >= max(body.Size, 1) {
+		rq.w.Header().Set("Content-Range", "bytes */"+strconv.FormatInt(body.Size, 10))
+		return errInvalidRange
+	}
+	if err := s.writeReadHeaders(rq, obj, byteRange{}, false); err != nil {
+		return err
+	}
+	h := rq.w.Header()
+	for _, k := range []string{"Content-Length", "ETag", "Last-Modified"} {
+		h.Del(k)
+	}
+	status := http.StatusOK
+	if start > 0 || end >= 0 {
+		// The total length is known only from a declared Content-Length.
+		last, total := "*", "*"
+		if body.Size >= 0 {
+			total = strconv.FormatInt(body.Size, 10)
+			if end < 0 || end >= body.Size {
+				end = body.Size - 1
+			}
+		}
+		if end >= 0 {
+			last = strconv.FormatInt(end, 10)
+		}
+		h.Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+last+"/"+total)
+		status = http.StatusPartialContent
+	}
+	rq.w.WriteHeader(status)
+	flush := http.NewResponseController(rq.w)
+	_ = flush.Flush()
+	buf := make([]byte, 32<<10)
+	for off := start; end < 0 || off <= end; {
+		p := buf
+		if end >= 0 {
+			p = buf[:min(int64(len(buf)), end-off+1)]
+		}
+		n, err := body.ReadAt(rq.Context(), p, off)
+		if n > 0 {
+			if _, werr := rq.w.Write(p[:n]); werr != nil {
+				return werr
+			}
+			_ = flush.Flush()
+			off += int64(n)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err // headers are out: writeError aborts the connection
+		}
+	}
+	// A range ending before the body does: the answer still ends only
+	// once the upload is stored.
+	return body.Wait(rq.Context())
+}
+
+// hintedNames are the names of the parts p's preload hints name (none
+// once it has ended or is no media playlist).
+func hintedNames(bucket, key string, p *hls.Playlist) []string {
+	if !p.Media || p.Ended {
+		return nil
+	}
+	var names []string
+	for _, h := range p.Hints {
+		if k, ok := hls.ResolveKey(bucket, key, h.URI); ok && !isPlaylistKey(k) {
+			names = append(names, playlistName(bucket, k))
+		}
+	}
+	return names
 }

@@ -33,7 +33,11 @@ func livePlaylist(last int) []byte {
 // (a presigned URL with _HLS_msn appended) sent to a follower is held on
 // the leader, not woken by a write that does not reach it, and answered
 // by the encoder's write through the other follower that does. Held, it
-// counts as client load on neither node.
+// counts as client load on neither node. A GET, through a follower, of
+// the part the next playlist's preload hint names is held on the leader
+// until the encoder's chunked PUT of it begins through the other
+// follower, gets its first bytes while that PUT is in flight, and ends
+// with the whole part.
 func TestClusterLLHLS(t *testing.T) {
 	c := testutil.StartCluster(t, testutil.ClusterOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -120,5 +124,79 @@ func TestClusterLLHLS(t *testing.T) {
 	}
 	if v := mustMetric(t, c, leader, held); v != 0 {
 		t.Fatalf("%v requests held after the write that reached them", v)
+	}
+
+	preloadHint(ctx, t, c, cls, leader, reader, writer, put)
+}
+
+// preloadHint is TestClusterLLHLS's preload-hint part.
+func preloadHint(ctx context.Context, t *testing.T, c *testutil.Cluster, cls []*s3.Client, leader, reader, writer int, put func([]byte)) {
+	put(append(livePlaylist(4), "#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"p5.0.m4s\"\n"...))
+	get, err := s3.NewPresignClient(cls[reader]).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("live"), Key: aws.String("cam/p5.0.m4s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putURL, err := s3.NewPresignClient(cls[writer]).PresignPutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("live"), Key: aws.String("cam/p5.0.m4s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	responses := make(chan *http.Response, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, get.URL, nil)
+		resp, err := (&http.Client{Transport: &http.Transport{DialContext: c.Nodes[reader].Dial}}).Do(req)
+		if err != nil {
+			t.Errorf("GET the hinted part: %v", err)
+			close(responses)
+			return
+		}
+		responses <- resp
+	}()
+	const heldParts = "b3_llhls_held_part_requests"
+	testutil.WaitFor(t, "the part GET held on the leader", func() bool { return mustMetric(t, c, leader, heldParts) == 1 })
+	pr, pw := io.Pipe()
+	putDone := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, putURL.URL, pr)
+		req.ContentLength = -1
+		resp, err := (&http.Client{Transport: &http.Transport{DialContext: c.Nodes[writer].Dial}}).Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("status %d", resp.StatusCode)
+			}
+		}
+		putDone <- err
+	}()
+	first, rest := bytes.Repeat([]byte("moof"), 4096), bytes.Repeat([]byte("mdat"), 30000)
+	if _, err := pw.Write(first); err != nil {
+		t.Fatal(err)
+	}
+	resp, ok := <-responses
+	if !ok {
+		t.FailNow()
+	}
+	defer resp.Body.Close()
+	got := make([]byte, len(first))
+	if _, err := io.ReadFull(resp.Body, got); err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(got, first) {
+		t.Fatalf("the part's first bytes through %s: %d %v", c.Nodes[reader].ID, resp.StatusCode, err)
+	}
+	select {
+	case err := <-putDone:
+		t.Fatalf("the PUT ended before its body: %v", err)
+	default:
+	}
+	if _, err := pw.Write(rest); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if err := <-putDone; err != nil {
+		t.Fatalf("PUT the part through %s: %v", c.Nodes[writer].ID, err)
+	}
+	tail, err := io.ReadAll(resp.Body)
+	if err != nil || !bytes.Equal(tail, rest) {
+		t.Fatalf("the rest of the part: %d bytes, %v", len(tail), err)
+	}
+	if v := mustMetric(t, c, leader, "b3_llhls_part_requests_streamed_total"); v != 1 {
+		t.Fatalf("%v part GETs streamed, want 1", v)
 	}
 }

@@ -108,6 +108,7 @@ func (s *Server) getPlaylist(rq *request) (handled bool, err error) {
 		}
 		if deadline == nil {
 			deadline = time.NewTimer(p.HoldLimit())
+			s.playlistsHeld.Add(1)
 		}
 		if err := hold(rq, w.Woken(), deadline.C, p.TargetDuration, errPlaylistNotReached); err != nil {
 			w.Cancel()
@@ -199,13 +200,20 @@ func (s *Server) writePlaylist(rq *request, obj *meta.Object, data []byte, p *hl
 	return err
 }
 
-// HeldPlaylistRequests is the number of playlist requests held now.
-func (s *Server) HeldPlaylistRequests() int { return s.playlists.Held() }
+// LLHLSCounts are the Low-Latency HLS origin's counts (the metrics of
+// admin.RegisterLLHLS).
+type LLHLSCounts struct {
+	HeldPlaylists      int    // playlist requests held now
+	HeldPlaylistsTotal uint64 // playlist requests held, in all
+	HeldParts          int    // GETs of preload-hinted parts held now
+	HeldPartsTotal     uint64 // GETs of preload-hinted parts held, in all
+	StreamedParts      uint64 // GETs answered from an upload in flight, in all
+}
 
-// PartRequests counts the GETs of preload-hinted parts: held now, held
-// in all, and answered from an upload in flight in all.
-func (s *Server) PartRequests() (held int, heldTotal, streamedTotal uint64) {
-	return s.parts.Held(), s.partsHeld.Load(), s.partsStreamed.Load()
+// LLHLSCounts counts the requests held and streamed now.
+func (s *Server) LLHLSCounts() LLHLSCounts {
+	return LLHLSCounts{HeldPlaylists: s.playlists.Held(), HeldPlaylistsTotal: s.playlistsHeld.Load(),
+		HeldParts: s.parts.Held(), HeldPartsTotal: s.partsHeld.Load(), StreamedParts: s.partsStreamed.Load()}
 }
 
 // wholeSeconds rounds d up to whole seconds, at least one.

@@ -28,7 +28,7 @@ func (e *testEnv) waitPartsHeld(n int) {
 func (e *testEnv) waitStreamed(n uint64) {
 	e.t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
-		if _, _, streamed := e.api.PartRequests(); streamed == n {
+		if streamed := e.api.LLHLSCounts().StreamedParts; streamed == n {
 			return
 		} else if time.Now().After(deadline) {
 			e.t.Fatalf("%d GETs read an upload in flight, want %d", streamed, n)
@@ -152,8 +152,8 @@ func TestLLHLSPreloadHint(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(whole)) || body != string(whole) {
 		t.Fatalf("stored part: %d length %d", resp.StatusCode, resp.ContentLength)
 	}
-	if _, heldTotal, streamed := e.api.PartRequests(); heldTotal != 1 || streamed != 2 {
-		t.Fatalf("held %d streamed %d, want 1 and 2", heldTotal, streamed)
+	if c := e.api.LLHLSCounts(); c.HeldPartsTotal != 1 || c.StreamedParts != 2 {
+		t.Fatalf("held %d streamed %d, want 1 and 2", c.HeldPartsTotal, c.StreamedParts)
 	}
 
 	// The setting off: a plain object store.

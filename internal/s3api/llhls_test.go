@@ -254,6 +254,9 @@ func TestLLHLSThousandWaiters(t *testing.T) {
 		answers[i] = getAsync(client, anonymousGet(t, e.ts.URL+path+"?_HLS_msn=6"))
 	}
 	e.waitHeld(n)
+	if c := e.api.LLHLSCounts(); c.HeldPlaylistsTotal != n {
+		t.Fatalf("%d playlist requests counted held, want %d", c.HeldPlaylistsTotal, n)
+	}
 	next := llPlaylist(6, 0)
 	e.putPlaylist(path, next)
 	var wg sync.WaitGroup

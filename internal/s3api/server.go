@@ -136,8 +136,8 @@ type Server struct {
 	// parts holds the GETs of preload-hinted parts and the uploads they
 	// read while in flight; partsHeld and partsStreamed count them
 	// (llhls.go).
-	parts                    *hls.Parts
-	partsHeld, partsStreamed atomic.Uint64
+	parts                                   *hls.Parts
+	playlistsHeld, partsHeld, partsStreamed atomic.Uint64
 
 	policies docCache[*policy.Policy]
 	cors     docCache[*corsConfiguration]

@@ -254,8 +254,11 @@ func TestLLHLSThousandWaiters(t *testing.T) {
 		answers[i] = getAsync(client, anonymousGet(t, e.ts.URL+path+"?_HLS_msn=6"))
 	}
 	e.waitHeld(n)
-	if c := e.api.LLHLSCounts(); c.HeldPlaylistsTotal != n {
-		t.Fatalf("%d playlist requests counted held, want %d", c.HeldPlaylistsTotal, n)
+	// Registered first, counted once the playlist read shows they wait.
+	for deadline := time.Now().Add(30 * time.Second); e.api.LLHLSCounts().HeldPlaylistsTotal != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d playlist requests counted held, want %d", e.api.LLHLSCounts().HeldPlaylistsTotal, n)
+		}
 	}
 	next := llPlaylist(6, 0)
 	e.putPlaylist(path, next)

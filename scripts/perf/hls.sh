@@ -52,15 +52,10 @@ children_cpu() {
 }
 
 mkdir -p "$out" "$work" || die "cannot create $out"
-build_b3 "$work"
-trap 'stop_server' EXIT
-trap 'log interrupted; exit 130' INT TERM
+begin_run "$work" >"$out/run.txt"
 {
-	echo "started: $(date -Is)"
-	echo "host: $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
-	echo "b3: $B3_BIN ($(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown))"
 	echo "servers: $servers; cameras: $cameras; hold $hold, drain $drain; extra: ${HLS_ARGS:-}"
-} >"$out/run.txt"
+} >>"$out/run.txt"
 
 for server in $servers; do
 	for n in $cameras; do

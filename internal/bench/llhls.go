@@ -321,9 +321,18 @@ func (h *LLHLSRunner) play(ctx context.Context, cfg LLHLSConfig, st *llStream, d
 	case <-ctx.Done():
 		return
 	}
+	// The stream's first playlist, once it is there (a packager late to
+	// start is its own missed deadlines, not this player's error).
 	playlist, err := h.Target.GetSmall(ctx, dir+"index.m3u8")
+	for ; err != nil && errorCode(err) == "NoSuchKey" && time.Now().Before(end); playlist, err = h.Target.GetSmall(ctx, dir+"index.m3u8") {
+		select {
+		case <-time.After(cfg.Part):
+		case <-ctx.Done():
+			return
+		}
+	}
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && time.Now().Before(end) {
 			c.fail(err)
 		}
 		return
@@ -388,4 +397,13 @@ func (t *HTTPTarget) getQuery(ctx context.Context, key, query string) ([]byte, e
 	}
 	defer resp.Body.Close()
 	return io.ReadAll(resp.Body)
+}
+
+// errorCode is the S3 error code of err, "" when it has none.
+func errorCode(err error) string {
+	var ae interface{ ErrorCode() string }
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
 }

@@ -274,37 +274,74 @@ func partsApply(rq *request) bool {
 	return rq.bucketRec != nil && rq.bucketRec.LLHLS && !isPlaylistKey(rq.key)
 }
 
-// partUpload is an upload read by GETs while in flight; nil (no LL-HLS
-// bucket, or a playlist) does nothing.
-type partUpload struct{ b *hls.Body }
+// llUpload follows a PutObject in an LL-HLS bucket; nil (another
+// bucket) does nothing. A media key's body is kept for the GETs that read
+// it while in flight (hls.Body). A playlist's body is kept (up to
+// maxPlaylistBytes) so that its preload hints are known once it is whole
+// and verified, before it is stored: a player that reads it at once and
+// asks for the hinted part is held, never told 404 (playlistStored
+// learns them again from what was stored).
+type llUpload struct {
+	s        *Server
+	rq       *request
+	part     *hls.Body
+	playlist *bytes.Buffer
+}
 
-// beginPart starts keeping the body of the upload of rq's key, which
-// will store obj, when partsApply.
-func (s *Server) beginPart(rq *request, obj *meta.Object) *partUpload {
-	if !partsApply(rq) {
-		return nil
+// beginUpload starts following the PutObject of rq's key, which will
+// store obj.
+func (s *Server) beginUpload(rq *request, obj *meta.Object) *llUpload {
+	switch {
+	case partsApply(rq):
+		c := *obj // the store fills in obj as it writes
+		c.Bucket, c.Key = rq.bucket, rq.key
+		return &llUpload{part: s.parts.Begin(playlistName(rq.bucket, rq.key), rq.contentLength, &c)}
+	case rq.bucketRec != nil && rq.bucketRec.LLHLS && isPlaylistKey(rq.key) && rq.contentLength <= maxPlaylistBytes:
+		return &llUpload{s: s, rq: rq, playlist: &bytes.Buffer{}}
 	}
-	c := *obj // the store fills in obj as it writes
-	c.Bucket, c.Key = rq.bucket, rq.key
-	return &partUpload{s.parts.Begin(playlistName(rq.bucket, rq.key), rq.contentLength, &c)}
+	return nil
 }
 
 // tee is body, kept as it is read.
-func (u *partUpload) tee(body io.Reader) io.Reader {
-	if u == nil {
-		return body
-	}
-	return io.TeeReader(body, u.b)
-}
-
-// end ends the body once the upload is stored (err nil) or failed.
-func (u *partUpload) end(err error) {
+func (u *llUpload) tee(body io.Reader) io.Reader {
 	switch {
 	case u == nil:
+		return body
+	case u.part != nil:
+		return io.TeeReader(body, u.part)
+	}
+	return io.TeeReader(body, u)
+}
+
+// Write keeps a playlist's bytes, up to maxPlaylistBytes.
+func (u *llUpload) Write(p []byte) (int, error) {
+	if u.playlist != nil && u.playlist.Len()+len(p) <= maxPlaylistBytes {
+		u.playlist.Write(p)
+	} else {
+		u.playlist = nil // too large to be a playlist b3 decides on
+	}
+	return len(p), nil
+}
+
+// ready runs once the body is whole and verified, before it is stored:
+// a playlist's preload hints are learnt.
+func (u *llUpload) ready() {
+	if u == nil || u.playlist == nil {
+		return
+	}
+	p := hls.Parse(u.playlist.Bytes())
+	u.s.parts.SetHints(playlistName(u.rq.bucket, u.rq.key), hintedNames(u.rq.bucket, u.rq.key, p), p.HoldLimit(), u.s.cfg.Now())
+}
+
+// end ends a media key's body once the upload is stored (err nil) or
+// failed.
+func (u *llUpload) end(err error) {
+	switch {
+	case u == nil || u.part == nil:
 	case err != nil:
-		u.b.Abort()
+		u.part.Abort()
 	default:
-		u.b.Finish()
+		u.part.Finish()
 	}
 }
 

@@ -312,7 +312,7 @@ func TestLLHLSPreloadHintTimeout(t *testing.T) {
 func TestLLHLSPreloadHintThousand(t *testing.T) {
 	const n = 1000
 	e := newLLHLSEnv(t)
-	e.putPlaylist("/live/cam/index.m3u8", llPlaylist(2, 1))
+	e.putPlaylist("/live/cam/index.m3u8", patient(llPlaylist(2, 1)))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
 	defer client.CloseIdleConnections()
 	answers := make([]<-chan answer, n)

@@ -83,7 +83,7 @@ func (s *Server) putObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	live := s.beginPart(rq, obj)
+	live := s.beginUpload(rq, obj)
 	cr := checksum.NewReader(live.tee(body), exp, exp.Stored())
 	stored, err := s.store.PutObject(uploadContext(rq), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
@@ -97,6 +97,7 @@ func (s *Server) putObject(rq *request) error {
 			if c := cr.Stored(); !c.IsZero() {
 				o.ChecksumAlgorithm, o.Checksum, o.ChecksumType = c.Algorithm.String(), c.Base64(), checksum.FullObject.String()
 			}
+			live.ready()
 			return nil
 		},
 		Precondition: precondition,

@@ -192,6 +192,9 @@ func (ps *Parts) wakeLocked(name string) {
 // Finish, once stored, or Abort.
 func (ps *Parts) Begin(name string, size int64, meta any) *Body {
 	b := &Body{ps: ps, name: name, Size: size, Meta: meta}
+	if size > 0 && size <= min(ps.MaxBody, 1<<20) {
+		b.buf = make([]byte, 0, size) // a part: one allocation, no copies as it grows
+	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.live[name] = b

@@ -37,11 +37,6 @@ cameras=${CAMERAS:-200 400 600 800 1000}
 hold=${HOLD:-30s} drain=${DRAIN:-10s}
 if $smoke; then cameras=${CAMERAS:-10 20} hold=${HOLD:-4s}; fi
 
-# cpu_seconds PID: user + system CPU time the process has used so far.
-cpu_seconds() {
-	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0
-}
-
 # children_cpu: sets children to the user + system CPU time of the
 # children waited for so far (the generator, once it has exited; a running
 # server is not counted). Called, not substituted: `times` must run in

@@ -21,6 +21,11 @@ build_b3() {
 	B3_BIN=$1/b3
 }
 
+# cpu_seconds PID: user + system CPU time the process has used so far.
+cpu_seconds() {
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
 # begin_run DIR: builds b3 (build_b3 DIR), stops the server on exit, and
 # prints the first lines of a run.txt: start time, host, b3.
 begin_run() {

@@ -31,13 +31,14 @@ for r in $runs; do
 		aws --endpoint-url "$endpoint" s3api create-bucket --bucket b3-perf >/dev/null || die "create bucket"
 	"$B3_BIN" admin buckets hls b3-perf on --url "http://$admin_address" --data "$work/data" >/dev/null || die "LL-HLS on"
 	echo "$streams streams, $part parts, $players players: load before $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/run.txt"
+	cpu_before=$(cpu_seconds "$server_pid")
 	log "$streams streams of $part parts, $players players each, for $hold"
 	# shellcheck disable=SC2086 # LLHLS_ARGS is meant to split
 	bench 600 hls --endpoint "$endpoint" --access-key "$access_key" --secret-key "$secret_key" \
 		--bucket b3-perf --create-bucket=false --local --pid "$server_pid" --out "$out/b3" \
 		--cameras "$streams" --part "$part" --players "$players" --segment 1s --bitrate 4Mbit --list-size 6 \
 		--duration "$hold" ${LLHLS_ARGS:-} >"$out/$streams-$part-$players.txt" 2>"$out/$streams-$part-$players.log"
-	echo "load after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/run.txt"
+	echo "load after $(cut -d' ' -f1-3 /proc/loadavg); server CPU $(echo "$(cpu_seconds "$server_pid") - $cpu_before" | bc) s" >>"$out/run.txt"
 	grep -A1 "LL-HLS streams" "$out/$streams-$part-$players.txt" | tee -a "$out/summary.txt"
 	stop_server
 done

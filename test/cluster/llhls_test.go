@@ -28,6 +28,25 @@ func livePlaylist(last int) []byte {
 	return []byte(b.String())
 }
 
+// llhlsCluster starts a 3-node cluster with a bucket "live" (LL-HLS
+// off), and names its leader, a follower players use (reader) and one the
+// encoder uses (writer).
+func llhlsCluster(t *testing.T) (c *testutil.Cluster, ctx context.Context, leader, reader, writer int, cls []*s3.Client) {
+	c = testutil.StartCluster(t, testutil.ClusterOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, writer = (leader+1)%len(c.Nodes), (leader+2)%len(c.Nodes)
+	cls = clients(c)
+	if err := createBucket(ctx, cls[writer], "live"); err != nil {
+		t.Fatal(err)
+	}
+	return c, ctx, leader, reader, writer, cls
+}
+
 // TestClusterLLHLS: the LL-HLS origin setting, turned on through a
 // follower's admin API, reaches every member; a blocking playlist request
 // (a presigned URL with _HLS_msn appended) sent to a follower is held on
@@ -39,18 +58,7 @@ func livePlaylist(last int) []byte {
 // follower, gets its first bytes while that PUT is in flight, and ends
 // with the whole part.
 func TestClusterLLHLS(t *testing.T) {
-	c := testutil.StartCluster(t, testutil.ClusterOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	leader, err := c.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reader, writer := (leader+1)%len(c.Nodes), (leader+2)%len(c.Nodes)
-	cls := clients(c)
-	if err := createBucket(ctx, cls[writer], "live"); err != nil {
-		t.Fatal(err)
-	}
+	c, ctx, leader, reader, writer, cls := llhlsCluster(t)
 	acs := make([]*admin.Client, len(c.Nodes))
 	for i, n := range c.Nodes {
 		acs[i] = &admin.Client{Endpoint: "http://" + n.AdminAddr, Token: c.AdminToken}
@@ -198,5 +206,86 @@ func preloadHint(ctx context.Context, t *testing.T, c *testutil.Cluster, cls []*
 	}
 	if v := mustMetric(t, c, leader, "b3_llhls_part_requests_streamed_total"); v != 1 {
 		t.Fatalf("%v part GETs streamed, want 1", v)
+	}
+}
+
+// TestClusterLLHLSLeaderChange: a GET of a preload-hinted part and a
+// blocking playlist request, both held on the leader through a follower,
+// are answered 503 SlowDown (retryable) as soon as the leader dies, long
+// before their 30 s hold limit, never left hanging; after the election the
+// player's retry is held on the new leader, once the encoder's next
+// playlist write through it names the part again, and answered by the
+// part's PUT.
+func TestClusterLLHLSLeaderChange(t *testing.T) {
+	c, ctx, leader, reader, writer, cls := llhlsCluster(t)
+	ac := &admin.Client{Endpoint: "http://" + c.Nodes[writer].AdminAddr, Token: c.AdminToken}
+	if _, err := ac.SetBucketHLS(ctx, "live", true); err != nil {
+		t.Fatal(err)
+	}
+	hinted := append(livePlaylist(4), "#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"p5.0.m4s\"\n"...)
+	putPlaylist := func(i int) error {
+		_, err := cls[i].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("live"), Key: aws.String("cam/index.m3u8"), Body: bytes.NewReader(hinted)})
+		return err
+	}
+	testutil.WaitFor(t, "the playlist written with LL-HLS on", func() bool {
+		list, err := ac.Buckets(ctx)
+		return err == nil && len(list) == 1 && list[0].LLHLS && putPlaylist(writer) == nil
+	})
+	get := func(key, query string) (int, string, error) {
+		u, err := s3.NewPresignClient(cls[reader]).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("live"), Key: aws.String(key)})
+		if err != nil {
+			return 0, "", err
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.URL+query, nil)
+		resp, err := (&http.Client{Transport: &http.Transport{DialContext: c.Nodes[reader].Dial}}).Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), err
+	}
+	type answer struct {
+		status int
+		body   string
+		err    error
+		after  time.Duration
+	}
+	start := time.Now()
+	answers := make(chan answer, 2)
+	for _, r := range []struct{ key, query string }{{"cam/p5.0.m4s", ""}, {"cam/index.m3u8", "&_HLS_msn=5"}} {
+		go func() {
+			status, body, err := get(r.key, r.query)
+			answers <- answer{status, body, err, time.Since(start)}
+		}()
+	}
+	testutil.WaitFor(t, "both requests held on the leader", func() bool {
+		return mustMetric(t, c, leader, "b3_llhls_held_part_requests") == 1 && mustMetric(t, c, leader, "b3_llhls_held_requests") == 1
+	})
+	c.Kill(leader)
+	for range 2 {
+		a := <-answers
+		if a.err != nil || a.status != http.StatusServiceUnavailable || !strings.Contains(a.body, "SlowDown") || a.after > 25*time.Second {
+			t.Fatalf("a held request when its leader died: %d %v after %v\n%s", a.status, a.err, a.after, a.body)
+		}
+	}
+	// The new leader: the encoder's next playlist write names the part
+	// again there, the player's retry is held, the part's PUT answers it.
+	testutil.WaitFor(t, "the encoder's playlist write through the new leader", func() bool { return putPlaylist(writer) == nil })
+	retry := make(chan answer, 1)
+	go func() {
+		status, body, err := get("cam/p5.0.m4s", "")
+		retry <- answer{status, body, err, 0}
+	}()
+	newLeader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "the retry held on the new leader", func() bool { return mustMetric(t, c, newLeader, "b3_llhls_held_part_requests") == 1 })
+	if _, err := cls[writer].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("live"), Key: aws.String("cam/p5.0.m4s"), Body: strings.NewReader("part 5.0")}); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-retry; a.err != nil || a.status != http.StatusOK || a.body != "part 5.0" {
+		t.Fatalf("the retry on the new leader: %d %v %q", a.status, a.err, a.body)
 	}
 }

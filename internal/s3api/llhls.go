@@ -110,7 +110,7 @@ func (s *Server) getPlaylist(rq *request) (handled bool, err error) {
 			deadline = time.NewTimer(p.HoldLimit())
 			s.playlistsHeld.Add(1)
 		}
-		if err := hold(rq, w.Woken(), deadline.C, p.TargetDuration, errPlaylistNotReached); err != nil {
+		if err := s.hold(rq, w.Woken(), deadline.C, p.TargetDuration, errPlaylistNotReached); err != nil {
 			w.Cancel()
 			return true, err
 		}
@@ -118,10 +118,10 @@ func (s *Server) getPlaylist(rq *request) (handled bool, err error) {
 }
 
 // hold waits until woken; at the deadline it answers timedOut with a
-// Retry-After of retry, and the client's end ends it too. Held, the
-// request is no load the background work (vacuum, catch-up) should give
-// way to.
-func hold(rq *request, woken <-chan struct{}, deadline <-chan time.Time, retry time.Duration, timedOut error) error {
+// Retry-After of retry; ReleaseHeld and the client's end end it too.
+// Held, the request is no load the background work (vacuum, catch-up)
+// should give way to.
+func (s *Server) hold(rq *request, woken <-chan struct{}, deadline <-chan time.Time, retry time.Duration, timedOut error) error {
 	resume := iolimit.Idle(rq.Context())
 	select {
 	case <-woken:
@@ -130,9 +130,31 @@ func hold(rq *request, woken <-chan struct{}, deadline <-chan time.Time, retry t
 	case <-deadline:
 		rq.w.Header().Set("Retry-After", strconv.FormatInt(wholeSeconds(retry), 10))
 		return timedOut
+	case <-s.released():
+		return errHeldReleased
 	case <-rq.Context().Done():
 		return rq.Context().Err()
 	}
+}
+
+var errHeldReleased = apiErr("SlowDown", 503,
+	"This node no longer leads its replica group: the write this request waits for lands on the new leader; retry")
+
+// released is closed by the next ReleaseHeld.
+func (s *Server) released() <-chan struct{} {
+	s.releaseMu.Lock()
+	defer s.releaseMu.Unlock()
+	return s.release
+}
+
+// ReleaseHeld answers every LL-HLS request held now (blocking playlist
+// requests, GETs of hinted parts) with 503 SlowDown: on b3 node, this
+// node stopped leading, so the writes they wait for will land elsewhere.
+func (s *Server) ReleaseHeld() {
+	s.releaseMu.Lock()
+	defer s.releaseMu.Unlock()
+	close(s.release)
+	s.release = make(chan struct{})
 }
 
 // readPlaylist reads the current playlist whole, authorized as the GET
@@ -377,7 +399,7 @@ func (s *Server) getHintedPart(rq *request, missing error) (stored bool, err err
 			deadline = time.NewTimer(hint.HoldLimit)
 			s.partsHeld.Add(1)
 		}
-		if err := hold(rq, w.Woken(), deadline.C, hint.HoldLimit/3, errPartNotWritten); err != nil {
+		if err := s.hold(rq, w.Woken(), deadline.C, hint.HoldLimit/3, errPartNotWritten); err != nil {
 			w.Cancel()
 			return false, err
 		}

@@ -376,3 +376,30 @@ func TestLLHLSPreloadHintBodyTooLarge(t *testing.T) {
 		t.Fatalf("GET after: %+v", a)
 	}
 }
+
+// TestLLHLSReleaseHeld: ReleaseHeld (b3 node calls it when the node stops
+// leading) answers every held request, a blocking playlist request and a
+// GET of a hinted part, with 503 SlowDown at once; requests held after it
+// wait again.
+func TestLLHLSReleaseHeld(t *testing.T) {
+	e := newLLHLSEnv(t)
+	e.putPlaylist("/live/cam/index.m3u8", patient(llPlaylist(2, 1)))
+	playlist := getAsync(e.ts.Client(), anonymousGet(t, e.ts.URL+"/live/cam/index.m3u8?_HLS_msn=3"))
+	part := getAsync(e.ts.Client(), anonymousGet(t, e.ts.URL+"/live/cam/p3.1.m4s"))
+	e.waitHeld(1)
+	e.waitPartsHeld(1)
+	e.api.ReleaseHeld()
+	for _, ch := range []<-chan answer{playlist, part} {
+		a := <-ch
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		wantXMLError(t, a.resp, a.body, http.StatusServiceUnavailable, "SlowDown")
+	}
+	again := getAsync(e.ts.Client(), anonymousGet(t, e.ts.URL+"/live/cam/p3.1.m4s"))
+	e.waitPartsHeld(1)
+	e.putPlaylist("/live/cam/p3.1.m4s", []byte("part"))
+	if a := <-again; a.err != nil || a.resp.StatusCode != http.StatusOK || a.body != "part" {
+		t.Fatalf("held after the release: %+v", a)
+	}
+}

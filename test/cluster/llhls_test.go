@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -209,6 +210,82 @@ func preloadHint(ctx context.Context, t *testing.T, c *testutil.Cluster, cls []*
 	}
 }
 
+// liveHinted turns LL-HLS on for "live" (through node adminNode's admin
+// API) and writes cam/index.m3u8, segments 0..4 and a preload hint of
+// p5.0.m4s, through node via; it returns the playlist's writer.
+func liveHinted(ctx context.Context, t *testing.T, c *testutil.Cluster, cls []*s3.Client, adminNode, via int) func(i int) error {
+	ac := &admin.Client{Endpoint: "http://" + c.Nodes[adminNode].AdminAddr, Token: c.AdminToken}
+	if _, err := ac.SetBucketHLS(ctx, "live", true); err != nil {
+		t.Fatal(err)
+	}
+	hinted := append(livePlaylist(4), "#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"p5.0.m4s\"\n"...)
+	put := func(i int) error {
+		_, err := cls[i].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("live"), Key: aws.String("cam/index.m3u8"), Body: bytes.NewReader(hinted)})
+		return err
+	}
+	testutil.WaitFor(t, "the playlist written with LL-HLS on", func() bool {
+		list, err := ac.Buckets(ctx)
+		return err == nil && len(list) == 1 && list[0].LLHLS && put(via) == nil
+	})
+	return put
+}
+
+// heldAnswer is a held request's answer, and how long after the start
+// it came.
+type heldAnswer struct {
+	status int
+	body   string
+	err    error
+	after  time.Duration
+}
+
+// presignedGet GETs key of "live" through node i, with query appended to
+// its presigned URL (as a player appends _HLS_ parameters).
+func presignedGet(ctx context.Context, c *testutil.Cluster, cls []*s3.Client, i int, key, query string) (int, string, error) {
+	u, err := s3.NewPresignClient(cls[i]).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("live"), Key: aws.String(key)})
+	if err != nil {
+		return 0, "", err
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.URL+query, nil)
+	resp, err := (&http.Client{Transport: &http.Transport{DialContext: c.Nodes[i].Dial}}).Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// holdBoth sends through node via a GET of the hinted part and a
+// blocking request for segment 5, and waits until both are held on the
+// leader; each answer comes on the channel.
+func holdBoth(ctx context.Context, t *testing.T, c *testutil.Cluster, cls []*s3.Client, via, leader int) <-chan heldAnswer {
+	start := time.Now()
+	answers := make(chan heldAnswer, 2)
+	for _, r := range []struct{ key, query string }{{"cam/p5.0.m4s", ""}, {"cam/index.m3u8", "&_HLS_msn=5"}} {
+		go func() {
+			status, body, err := presignedGet(ctx, c, cls, via, r.key, r.query)
+			answers <- heldAnswer{status, body, err, time.Since(start)}
+		}()
+	}
+	testutil.WaitFor(t, "both requests held on the leader", func() bool {
+		return mustMetric(t, c, leader, "b3_llhls_held_part_requests") == 1 && mustMetric(t, c, leader, "b3_llhls_held_requests") == 1
+	})
+	return answers
+}
+
+// wantSlowDown: both held requests are answered 503 SlowDown, well
+// before their 30 s hold limit.
+func wantSlowDown(t *testing.T, answers <-chan heldAnswer, what string) {
+	t.Helper()
+	for range 2 {
+		a := <-answers
+		if a.err != nil || a.status != http.StatusServiceUnavailable || !strings.Contains(a.body, "SlowDown") || a.after > 25*time.Second {
+			t.Fatalf("%s: %d %v after %v\n%s", what, a.status, a.err, a.after, a.body)
+		}
+	}
+}
+
 // TestClusterLLHLSLeaderChange: a GET of a preload-hinted part and a
 // blocking playlist request, both held on the leader through a follower,
 // are answered 503 SlowDown (retryable) as soon as the leader dies, long
@@ -218,64 +295,17 @@ func preloadHint(ctx context.Context, t *testing.T, c *testutil.Cluster, cls []*
 // part's PUT.
 func TestClusterLLHLSLeaderChange(t *testing.T) {
 	c, ctx, leader, reader, writer, cls := llhlsCluster(t)
-	ac := &admin.Client{Endpoint: "http://" + c.Nodes[writer].AdminAddr, Token: c.AdminToken}
-	if _, err := ac.SetBucketHLS(ctx, "live", true); err != nil {
-		t.Fatal(err)
-	}
-	hinted := append(livePlaylist(4), "#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"p5.0.m4s\"\n"...)
-	putPlaylist := func(i int) error {
-		_, err := cls[i].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("live"), Key: aws.String("cam/index.m3u8"), Body: bytes.NewReader(hinted)})
-		return err
-	}
-	testutil.WaitFor(t, "the playlist written with LL-HLS on", func() bool {
-		list, err := ac.Buckets(ctx)
-		return err == nil && len(list) == 1 && list[0].LLHLS && putPlaylist(writer) == nil
-	})
-	get := func(key, query string) (int, string, error) {
-		u, err := s3.NewPresignClient(cls[reader]).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("live"), Key: aws.String(key)})
-		if err != nil {
-			return 0, "", err
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.URL+query, nil)
-		resp, err := (&http.Client{Transport: &http.Transport{DialContext: c.Nodes[reader].Dial}}).Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body), err
-	}
-	type answer struct {
-		status int
-		body   string
-		err    error
-		after  time.Duration
-	}
-	start := time.Now()
-	answers := make(chan answer, 2)
-	for _, r := range []struct{ key, query string }{{"cam/p5.0.m4s", ""}, {"cam/index.m3u8", "&_HLS_msn=5"}} {
-		go func() {
-			status, body, err := get(r.key, r.query)
-			answers <- answer{status, body, err, time.Since(start)}
-		}()
-	}
-	testutil.WaitFor(t, "both requests held on the leader", func() bool {
-		return mustMetric(t, c, leader, "b3_llhls_held_part_requests") == 1 && mustMetric(t, c, leader, "b3_llhls_held_requests") == 1
-	})
+	putPlaylist := liveHinted(ctx, t, c, cls, writer, writer)
+	answers := holdBoth(ctx, t, c, cls, reader, leader)
 	c.Kill(leader)
-	for range 2 {
-		a := <-answers
-		if a.err != nil || a.status != http.StatusServiceUnavailable || !strings.Contains(a.body, "SlowDown") || a.after > 25*time.Second {
-			t.Fatalf("a held request when its leader died: %d %v after %v\n%s", a.status, a.err, a.after, a.body)
-		}
-	}
+	wantSlowDown(t, answers, "a held request when its leader died")
 	// The new leader: the encoder's next playlist write names the part
 	// again there, the player's retry is held, the part's PUT answers it.
 	testutil.WaitFor(t, "the encoder's playlist write through the new leader", func() bool { return putPlaylist(writer) == nil })
-	retry := make(chan answer, 1)
+	retry := make(chan heldAnswer, 1)
 	go func() {
-		status, body, err := get("cam/p5.0.m4s", "")
-		retry <- answer{status, body, err, 0}
+		status, body, err := presignedGet(ctx, c, cls, reader, "cam/p5.0.m4s", "")
+		retry <- heldAnswer{status, body, err, 0}
 	}()
 	newLeader, err := c.Leader(ctx)
 	if err != nil {
@@ -288,4 +318,27 @@ func TestClusterLLHLSLeaderChange(t *testing.T) {
 	if a := <-retry; a.err != nil || a.status != http.StatusOK || a.body != "part 5.0" {
 		t.Fatalf("the retry on the new leader: %d %v %q", a.status, a.err, a.body)
 	}
+}
+
+// TestClusterLLHLSDeposedLeader: requests held on the leader that received
+// them itself (a held part GET and a blocking playlist request) are
+// answered 503 SlowDown as soon as it learns it no longer leads — it is
+// frozen (SIGSTOP) while the others elect a new leader, then resumed —
+// not left until their 30 s hold limit.
+func TestClusterLLHLSDeposedLeader(t *testing.T) {
+	c, ctx, leader, _, writer, cls := llhlsCluster(t)
+	liveHinted(ctx, t, c, cls, writer, leader)
+	answers := holdBoth(ctx, t, c, cls, leader, leader)
+	proc := c.Nodes[leader].Proc.Cmd.Process
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "a new leader among the others", func() bool {
+		st, err := c.Status(writer)
+		return err == nil && st.Leader != "" && st.Leader != c.Nodes[leader].ID
+	})
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	wantSlowDown(t, answers, "a request held on the deposed leader")
 }

@@ -375,6 +375,8 @@ func (u *llUpload) end(err error) {
 func (s *Server) getHintedPart(rq *request, missing error) (stored bool, err error) {
 	name := playlistName(rq.bucket, rq.key)
 	start, end, streamable := liveRange(rq.Header.Get("Range"))
+	// Conditions need the stored object's ETag and date: wait for it.
+	streamable = streamable && !conditional(rq.Header)
 	var deadline *time.Timer
 	defer func() {
 		if deadline != nil {
@@ -510,4 +512,14 @@ func hintedNames(bucket, key string, p *hls.Playlist) []string {
 		}
 	}
 	return names
+}
+
+// conditional reports whether a GET carries a conditional header.
+func conditional(h http.Header) bool {
+	for _, k := range []string{"If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"} {
+		if h.Get(k) != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -403,3 +403,35 @@ func TestLLHLSReleaseHeld(t *testing.T) {
 		t.Fatalf("held after the release: %+v", a)
 	}
 }
+
+// TestLLHLSPreloadHintConditional: a held GET with a conditional header
+// is not answered from the upload in flight, which has no ETag yet: it
+// waits until the part is stored and is answered from the store, its
+// conditions evaluated there. A GET with partNumber asks for stored parts
+// of an object: not held (404 at once).
+func TestLLHLSPreloadHintConditional(t *testing.T) {
+	e := newLLHLSEnv(t)
+	e.putPlaylist("/live/cam/index.m3u8", patient(llPlaylist(2, 1)))
+	req := anonymousGet(t, e.ts.URL+"/live/cam/p3.1.m4s")
+	req.Header.Set("If-None-Match", `"not-this-one"`)
+	conditional := getAsync(e.ts.Client(), req)
+	resp, body := e.do(anonymousGet(t, e.ts.URL+"/live/cam/p3.1.m4s?partNumber=1"))
+	wantXMLError(t, resp, body, http.StatusNotFound, "NoSuchKey")
+	e.waitPartsHeld(1)
+	pw, put := e.pipePut("/live/cam/p3.1.m4s")
+	pw.Write([]byte("part bytes"))
+	e.waitPartsHeld(1) // woken by the upload's start, held again
+	select {
+	case a := <-conditional:
+		t.Fatalf("answered from the upload in flight: %+v", a)
+	default:
+	}
+	pw.Close()
+	<-put
+	if a := <-conditional; a.err != nil || a.resp.StatusCode != http.StatusOK || a.body != "part bytes" || a.resp.ContentLength != 10 || a.resp.Header.Get("ETag") == "" {
+		t.Fatalf("answer: %+v", a)
+	}
+	if c := e.api.LLHLSCounts(); c.StreamedParts != 0 {
+		t.Fatalf("%d GETs read the upload in flight", c.StreamedParts)
+	}
+}

@@ -229,7 +229,7 @@ func (s *Server) getObject(rq *request) error {
 	} else {
 		obj, body, err = s.store.OpenVersion(rq.Context(), rq.bucket, rq.key, versionID, objectRange(rq, &chosen, &partial))
 	}
-	if err != nil && versionID == "" && partsApply(rq) && missingObject(err) {
+	if err != nil && versionID == "" && partsApply(rq) && missingObject(err) && !rq.query.Has("partNumber") {
 		// Perhaps a part a playlist's preload hint names (llhls.go).
 		var stored bool
 		if stored, err = s.getHintedPart(rq, err); stored {

@@ -355,8 +355,12 @@ func (u *llUpload) ready() {
 	u.s.parts.SetHints(playlistName(u.rq.bucket, u.rq.key), hintedNames(u.rq.bucket, u.rq.key, p), p.HoldLimit(), u.s.cfg.Now())
 }
 
+// errUploadAbandoned ends a body whose upload ended without saying how
+// (a panic); after end it does nothing.
+var errUploadAbandoned = errors.New("upload abandoned")
+
 // end ends a media key's body once the upload is stored (err nil) or
-// failed.
+// failed; only its first call counts.
 func (u *llUpload) end(err error) {
 	switch {
 	case u == nil || u.part == nil:

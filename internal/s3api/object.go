@@ -84,6 +84,7 @@ func (s *Server) putObject(rq *request) error {
 		return err
 	}
 	live := s.beginUpload(rq, obj)
+	defer live.end(errUploadAbandoned) // a panic: readers fail, never see an end
 	cr := checksum.NewReader(live.tee(body), exp, exp.Stored())
 	stored, err := s.store.PutObject(uploadContext(rq), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,

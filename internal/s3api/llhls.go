@@ -495,12 +495,25 @@ func (s *Server) streamPart(rq *request, body *hls.Body, start, end int64) error
 			return nil
 		}
 		if err != nil {
-			return err // headers are out: writeError aborts the connection
+			return partReadError(err) // headers are out: writeError aborts the connection
 		}
 	}
 	// A range ending before the body does: the answer still ends only
 	// once the upload is stored.
-	return body.Wait(rq.Context())
+	return partReadError(body.Wait(rq.Context()))
+}
+
+// errPartUploadFailed: the upload a GET was reading failed or its body
+// was no longer kept. The headers are out by then: the connection is
+// aborted (writeError), this is only what it is logged as (not a server
+// fault).
+var errPartUploadFailed = apiErr("SlowDown", 503, "The upload of the part being read failed; retry")
+
+func partReadError(err error) error {
+	if errors.Is(err, hls.ErrUploadFailed) || errors.Is(err, hls.ErrBodyTooLarge) {
+		return errPartUploadFailed
+	}
+	return err
 }
 
 // hintedNames are the names of the parts p's preload hints name (none

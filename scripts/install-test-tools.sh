@@ -73,3 +73,20 @@ fi
 if ! works /usr/bin/ffmpeg -version || ! works /usr/bin/ffprobe -version; then
 	apt_install ffmpeg
 fi
+
+# Real LL-HLS players (test/hls TestLLHLSPlayers): hls.js and shaka-player,
+# npm packages at pinned versions, into .tools/npm of the repository,
+# from which the test serves them to headless Chromium (never a CDN at
+# test time). A stamp names the versions.
+players="hls.js@1.7.4 shaka-player@5.2.12"
+npm_dir="$(cd "$(dirname "$0")/.." && pwd)/.tools/npm"
+if [ "$(cat "$npm_dir/players.version" 2>/dev/null)" != "$players" ] ||
+	[ ! -f "$npm_dir/node_modules/hls.js/dist/hls.min.js" ] ||
+	[ ! -f "$npm_dir/node_modules/shaka-player/dist/shaka-player.compiled.js" ]; then
+	works npm --version || apt_install npm
+	echo "installing $players into $npm_dir"
+	mkdir -p "$npm_dir"
+	# shellcheck disable=SC2086 # one word per package
+	npm install --prefix "$npm_dir" --no-audit --no-fund --no-package-lock --silent $players
+	echo "$players" >"$npm_dir/players.version"
+fi

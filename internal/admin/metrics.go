@@ -64,12 +64,32 @@ func (m *RequestMetrics) Observe(info s3api.RequestInfo) {
 	m.bytesOut.WithLabelValues(op).Add(float64(info.BytesOut))
 }
 
-// RegisterHeldPlaylists registers b3_llhls_held_requests, read from held
-// (s3api.Server.HeldPlaylistRequests) at scrape time.
-func RegisterHeldPlaylists(r prometheus.Registerer, held func() int) {
-	r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "b3_llhls_held_requests", Help: "Low-Latency HLS playlist requests held until a playlist write reaches them.",
-	}, func() float64 { return float64(held()) }))
+// RegisterLLHLS registers the Low-Latency HLS metrics, read from counts
+// (s3api.Server.LLHLSCounts) at scrape time.
+func RegisterLLHLS(r prometheus.Registerer, counts func() s3api.LLHLSCounts) {
+	for _, m := range []struct {
+		name, help string
+		counter    bool
+		value      func(s3api.LLHLSCounts) float64
+	}{
+		{"b3_llhls_held_requests", "Low-Latency HLS playlist requests held until a playlist write reaches them.", false,
+			func(c s3api.LLHLSCounts) float64 { return float64(c.HeldPlaylists) }},
+		{"b3_llhls_playlist_requests_held_total", "Low-Latency HLS playlist requests (_HLS_msn) that were held because the playlist had not reached them.", true,
+			func(c s3api.LLHLSCounts) float64 { return float64(c.HeldPlaylistsTotal) }},
+		{"b3_llhls_held_part_requests", "Low-Latency HLS GETs of preload-hinted parts held until the part's upload begins or it is stored.", false,
+			func(c s3api.LLHLSCounts) float64 { return float64(c.HeldParts) }},
+		{"b3_llhls_part_requests_held_total", "Low-Latency HLS GETs of preload-hinted parts that were held because the part did not exist yet.", true,
+			func(c s3api.LLHLSCounts) float64 { return float64(c.HeldPartsTotal) }},
+		{"b3_llhls_part_requests_streamed_total", "Low-Latency HLS GETs answered with an upload's body while it was in flight.", true,
+			func(c s3api.LLHLSCounts) float64 { return float64(c.StreamedParts) }},
+	} {
+		value := func() float64 { return m.value(counts()) }
+		if m.counter {
+			r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: m.name, Help: m.help}, value))
+		} else {
+			r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: m.name, Help: m.help}, value))
+		}
+	}
 }
 
 // StoreCollector reads the engine's counters at scrape time: disk I/O by

@@ -316,7 +316,14 @@ func hlsFlags(fs *flag.FlagSet, o *modeOptions) func() error {
 	cleanup := fs.Bool("cleanup", true, "delete the segments and playlists left after each camera count")
 	client := fs.String("client", "http", "http: plain requests signed with SigV4 (UNSIGNED-PAYLOAD), no checksum header, as encoders send; sdk: the AWS SDK (adds a CRC32 of every upload); the generator's own CPU is taken from the server")
 	chunked := fs.Bool("chunked", false, "with --client http: upload with Transfer-Encoding: chunked and no length, as encoders do (S3 and MinIO refuse it)")
+	part := fs.Duration("part", 0, "Low-Latency HLS: each camera is a stream publishing a part every --part (segments of --segment), "+
+		"and --players players per stream ask for each part before it exists (preload hint) and block on playlist reloads; "+
+		"needs a bucket with LL-HLS on (--bucket B --create-bucket=false) and --client http; --max-p99 defaults to 100ms")
+	players := fs.Int("players", 1, "with --part: players per stream")
 	return func() error {
+		if *part != 0 {
+			return llhlsFlags(fs, o, &s3f, *part, *players, *cameras, *segment, *bitrate, *listSize, *duration, *maxP99, *client)
+		}
 		cfg := HLSConfig{Segment: *segment, Retention: *retention, ListSize: *listSize, Duration: *duration,
 			Drain: *drain, MaxP99: *maxP99, Cleanup: *cleanup}
 		var err error
@@ -535,3 +542,46 @@ func maxInt(xs []int) int {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// llhlsFlags sets up the hls test with --part (llhls.go).
+func llhlsFlags(fs *flag.FlagSet, o *modeOptions, s3f *s3Flags, part time.Duration, players int, cameras string,
+	segment time.Duration, bitrate string, listSize int, duration, maxP99 time.Duration, client string) error {
+	cfg := LLHLSConfig{Part: part, Players: players, ListSize: listSize, Duration: duration, MaxP99: 100 * time.Millisecond}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "max-p99" {
+			cfg.MaxP99 = maxP99
+		}
+	})
+	var err error
+	if cfg.Streams, err = ParseIntList(cameras); err != nil {
+		return usagef("--cameras: %v", err)
+	}
+	if cfg.Bitrate, err = ParseBitrate(bitrate); err != nil {
+		return usagef("--bitrate: %v", err)
+	}
+	if part < 0 || segment%part != 0 || players < 1 || duration <= 0 || listSize <= 0 {
+		return usagef("--part must divide --segment; --players, --duration and --list-size must be positive")
+	}
+	if client != "http" {
+		return usagef("--part needs --client http")
+	}
+	cfg.PartsPerSegment = int(segment / part)
+	if n := cfg.PartBytes(); n <= 0 || n > MaxObjectSize {
+		return usagef("--bitrate × --part: %d-byte parts", n)
+	}
+	o.run = func(ctx context.Context, rep *Report, pool *Pool, progress *Progress, log io.Writer) error {
+		top := maxInt(cfg.Streams)
+		conns := top*(players+1) + 16
+		st, err := s3f.start(ctx, rep, conns, &cfg.Prefix)
+		if err != nil {
+			return err
+		}
+		ht, err := NewHTTPTarget(st, s3f.opts, conns, false)
+		if err != nil {
+			return err
+		}
+		defer ht.Close()
+		return (&LLHLSRunner{Target: ht, Log: log}).Run(ctx, cfg, rep)
+	}
+	return nil
+}

@@ -90,9 +90,15 @@ func NewHTTPTarget(st *S3Target, o S3Options, conns int, chunked bool) (*HTTPTar
 
 // request builds and signs a request for key.
 func (t *HTTPTarget) request(ctx context.Context, method, key string, body io.Reader, size int64) (*http.Request, error) {
+	return t.requestQuery(ctx, method, key, "", body, size)
+}
+
+// requestQuery is request with a (raw) query string.
+func (t *HTTPTarget) requestQuery(ctx context.Context, method, key, query string, body io.Reader, size int64) (*http.Request, error) {
 	u := *t.base
 	u.Path = t.base.Path + "/" + t.bucket + "/" + key
 	u.RawPath = t.base.EscapedPath() + "/" + escapeKey(t.bucket) + "/" + escapeKey(key)
+	u.RawQuery = query
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ type Report struct {
 	Cells       []Cell            `json:"cells"`
 	Mixed       []MixedRun        `json:"mixed,omitempty"`
 	HLS         []HLSRun          `json:"hls,omitempty"`
+	LLHLS       []LLHLSRun        `json:"llhls,omitempty"`
 	System      []SystemSample    `json:"system,omitempty"`
 }
 

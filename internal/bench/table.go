@@ -58,6 +58,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	r.writeHLSVerdicts(w)
+	for _, run := range r.LLHLS {
+		fmt.Fprintln(w, run.line())
+	}
 	if r.Interrupted {
 		fmt.Fprintln(w, "interrupted: partial results")
 	}

@@ -584,6 +584,7 @@ func (n *Node) watchLeadership() {
 	defer n.wg.Done()
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
+	led := false
 	for {
 		select {
 		case <-n.closing.Done():
@@ -592,10 +593,17 @@ func (n *Node) watchLeadership() {
 		}
 		n.noteLeader()
 		if n.raft.State() != raft.Leader {
+			if led {
+				// The writes held LL-HLS requests wait for land on the
+				// new leader now: answer them (503, retryable).
+				n.api.ReleaseHeld()
+				led = false
+			}
 			n.readyTerm.Store(0)
 			n.lifecycleLeading(false)
 			continue
 		}
+		led = true
 		term := n.raft.CurrentTerm()
 		if n.readyTerm.Load() == term {
 			continue

@@ -124,7 +124,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		// The leader sees each client's own address (forward.go), so the
 		// back-off holds back the failing client, not a whole follower.
 		AuthLimiter: authlimit.New(server.AuthLimits(cfg.AuthBackOff))})
-	admin.RegisterHeldPlaylists(n.registry, n.api.HeldPlaylistRequests)
+	admin.RegisterLLHLS(n.registry, n.api.LLHLSCounts)
 	proxy := n.newProxy()
 	servers := []*http.Server{
 		newHTTPServer(n.pacer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.serveClient(w, r, proxy) })), cfg),

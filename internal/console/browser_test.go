@@ -12,7 +12,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,18 +39,7 @@ const (
 )
 
 // chromium finds Debian's chromium (scripts/install-test-tools.sh).
-func chromium(t *testing.T) string {
-	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p
-	}
-	t.Fatal("chromium not found: run scripts/install-test-tools.sh (Debian package chromium)")
-	return ""
-}
+func chromium(t *testing.T) string { return testutil.Chromium(t) }
 
 // newBrowser starts headless Chromium and returns its first tab; newTab
 // opens another tab in a fresh browser context (its own cookies).

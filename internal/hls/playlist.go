@@ -32,8 +32,22 @@ type Playlist struct {
 	LastPartMSN int64
 	LastPart    int
 
+	// Hints are the playlist's EXT-X-PRELOAD-HINT tags of TYPE PART or
+	// MAP, in order.
+	Hints []PreloadHint
+
 	lines    []string
 	segments []segment // complete segments, in order
+}
+
+// PreloadHint is an EXT-X-PRELOAD-HINT tag: the URI (as written) of a
+// resource the client may request before it exists, and the byte range
+// of it the hint names (BYTERANGE-START, BYTERANGE-LENGTH; Length -1
+// when the range runs to the end of the resource).
+type PreloadHint struct {
+	Type          string // PART or MAP
+	URI           string
+	Start, Length int64
 }
 
 // segment is one complete media segment of the parsed lines: its tags
@@ -86,6 +100,10 @@ func Parse(data []byte) *Playlist {
 		case "#EXTINF":
 			d, _, _ := strings.Cut(value, ",")
 			pending = seconds(d)
+		case "#EXT-X-PRELOAD-HINT":
+			if h, ok := preloadHint(value); ok {
+				p.Hints = append(p.Hints, h)
+			}
 		case "#EXT-X-PART":
 			p.LastPartMSN, p.LastPart = mediaSequence+int64(len(p.segments)), parts
 			parts++
@@ -93,6 +111,28 @@ func Parse(data []byte) *Playlist {
 	}
 	p.LastMSN = mediaSequence + int64(len(p.segments)) - 1
 	return p
+}
+
+// preloadHint reads the attributes of an EXT-X-PRELOAD-HINT tag; ok is
+// false for a type other than PART and MAP, no URI, or a byte range that
+// is not one.
+func preloadHint(list string) (PreloadHint, bool) {
+	h := PreloadHint{Type: attribute(list, "TYPE"), URI: attribute(list, "URI"), Length: -1}
+	if h.Type != "PART" && h.Type != "MAP" || h.URI == "" {
+		return h, false
+	}
+	var err error
+	if v := attribute(list, "BYTERANGE-START"); v != "" {
+		if h.Start, err = strconv.ParseInt(v, 10, 64); err != nil || h.Start < 0 {
+			return h, false
+		}
+	}
+	if v := attribute(list, "BYTERANGE-LENGTH"); v != "" {
+		if h.Length, err = strconv.ParseInt(v, 10, 64); err != nil || h.Length < 0 {
+			return h, false
+		}
+	}
+	return h, true
 }
 
 // segmentTags are the Media Segment tags: they belong to the segment

@@ -37,6 +37,13 @@ func llPlaylist(last, parts int) []byte {
 	return []byte(b.String())
 }
 
+// patient is playlist with a target duration of 10 s: requests held for
+// it wait up to 30 s, long enough to register 1,000 of them on a busy
+// machine.
+func patient(playlist []byte) []byte {
+	return bytes.Replace(playlist, []byte("#EXT-X-TARGETDURATION:1\n"), []byte("#EXT-X-TARGETDURATION:10\n"), 1)
+}
+
 // newLLHLSEnv has bucket "live" (anonymous GET and PUT from loopback, as
 // an encoder's bucket) and "private" (signed requests only), both
 // LL-HLS origins, and "plain" with the setting off.
@@ -246,7 +253,7 @@ func TestLLHLSThousandWaiters(t *testing.T) {
 	const n = 1000
 	e := newLLHLSEnv(t)
 	const path = "/live/cam/index.m3u8"
-	e.putPlaylist(path, llPlaylist(5, 0))
+	e.putPlaylist(path, patient(llPlaylist(5, 0)))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
 	defer client.CloseIdleConnections()
 	answers := make([]<-chan answer, n)
@@ -254,7 +261,13 @@ func TestLLHLSThousandWaiters(t *testing.T) {
 		answers[i] = getAsync(client, anonymousGet(t, e.ts.URL+path+"?_HLS_msn=6"))
 	}
 	e.waitHeld(n)
-	next := llPlaylist(6, 0)
+	// Registered first, counted once the playlist read shows they wait.
+	for deadline := time.Now().Add(30 * time.Second); e.api.LLHLSCounts().HeldPlaylistsTotal != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d playlist requests counted held, want %d", e.api.LLHLSCounts().HeldPlaylistsTotal, n)
+		}
+	}
+	next := patient(llPlaylist(6, 0))
 	e.putPlaylist(path, next)
 	var wg sync.WaitGroup
 	errs := make(chan string, n)

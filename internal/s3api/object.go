@@ -83,7 +83,9 @@ func (s *Server) putObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	cr := checksum.NewReader(body, exp, exp.Stored())
+	live := s.beginUpload(rq, obj)
+	defer live.end(errUploadAbandoned) // a panic: readers fail, never see an end
+	cr := checksum.NewReader(live.tee(body), exp, exp.Stored())
 	stored, err := s.store.PutObject(uploadContext(rq), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
 		Body:   &uploadBody{src: cr, want: rq.contentLength},
@@ -96,10 +98,12 @@ func (s *Server) putObject(rq *request) error {
 			if c := cr.Stored(); !c.IsZero() {
 				o.ChecksumAlgorithm, o.Checksum, o.ChecksumType = c.Algorithm.String(), c.Base64(), checksum.FullObject.String()
 			}
+			live.ready()
 			return nil
 		},
 		Precondition: precondition,
 	})
+	live.end(err)
 	if err != nil {
 		return err
 	}
@@ -225,6 +229,15 @@ func (s *Server) getObject(rq *request) error {
 		obj, body, err = s.store.OpenObject(rq.Context(), rq.bucket, rq.key, s.judgedRange(rq, objectRange(rq, &chosen, &partial)))
 	} else {
 		obj, body, err = s.store.OpenVersion(rq.Context(), rq.bucket, rq.key, versionID, objectRange(rq, &chosen, &partial))
+	}
+	if err != nil && versionID == "" && partsApply(rq) && missingObject(err) && !rq.query.Has("partNumber") {
+		// Perhaps a part a playlist's preload hint names (llhls.go).
+		var stored bool
+		if stored, err = s.getHintedPart(rq, err); stored {
+			obj, body, err = s.store.OpenObject(rq.Context(), rq.bucket, rq.key, s.judgedRange(rq, objectRange(rq, &chosen, &partial)))
+		} else if err == nil {
+			return nil
+		}
 	}
 	if err != nil {
 		return s.objectReadError(rq, obj, s.deleteMarkerError(rq, versionID, err))

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -133,6 +134,14 @@ type Server struct {
 	// dateRanges follows the date ranges of LL-HLS playlists for delta
 	// updates that skip them (_HLS_skip=v2).
 	dateRanges *hls.History
+	// parts holds the GETs of preload-hinted parts and the uploads they
+	// read while in flight; partsHeld and partsStreamed count them
+	// (llhls.go).
+	parts                                   *hls.Parts
+	playlistsHeld, partsHeld, partsStreamed atomic.Uint64
+	// release is closed (and replaced) by ReleaseHeld.
+	releaseMu sync.Mutex
+	release   chan struct{}
 
 	policies docCache[*policy.Policy]
 	cors     docCache[*corsConfiguration]
@@ -160,7 +169,7 @@ func New(store Backend, cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	s := &Server{store: store, cfg: cfg, log: cfg.Logger, users: cfg.Directory, versions: newVersionCodec(cfg.VersionKey),
-		playlists: hls.NewRegistry(), dateRanges: hls.NewHistory()}
+		playlists: hls.NewRegistry(), dateRanges: hls.NewHistory(), parts: hls.NewParts(), release: make(chan struct{})}
 	if s.users == nil {
 		s.users = NewUserDirectory(cfg.Users)
 	}

@@ -290,7 +290,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	api := s3api.New(store, s3api.Config{Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Directory: users.dir,
 		MediaHeaders: cfg.MediaHeaders, MaxRetention: cfg.MaxRetention, NewBuckets: cfg.NewBuckets, Logger: cfg.Logger, Observe: observe, VersionKey: versionKey,
 		AuthLimiter: authlimit.New(cfg.authLimits())})
-	admin.RegisterHeldPlaylists(registry, api.HeldPlaylistRequests)
+	admin.RegisterLLHLS(registry, api.LLHLSCounts)
 
 	var ready atomic.Bool
 	passCtx, cancelPasses := context.WithCancel(context.Background())

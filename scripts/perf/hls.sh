@@ -37,11 +37,6 @@ cameras=${CAMERAS:-200 400 600 800 1000}
 hold=${HOLD:-30s} drain=${DRAIN:-10s}
 if $smoke; then cameras=${CAMERAS:-10 20} hold=${HOLD:-4s}; fi
 
-# cpu_seconds PID: user + system CPU time the process has used so far.
-cpu_seconds() {
-	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0
-}
-
 # children_cpu: sets children to the user + system CPU time of the
 # children waited for so far (the generator, once it has exited; a running
 # server is not counted). Called, not substituted: `times` must run in
@@ -52,15 +47,10 @@ children_cpu() {
 }
 
 mkdir -p "$out" "$work" || die "cannot create $out"
-build_b3 "$work"
-trap 'stop_server' EXIT
-trap 'log interrupted; exit 130' INT TERM
+begin_run "$work" >"$out/run.txt"
 {
-	echo "started: $(date -Is)"
-	echo "host: $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
-	echo "b3: $B3_BIN ($(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown))"
 	echo "servers: $servers; cameras: $cameras; hold $hold, drain $drain; extra: ${HLS_ARGS:-}"
-} >"$out/run.txt"
+} >>"$out/run.txt"
 
 for server in $servers; do
 	for n in $cameras; do

@@ -21,6 +21,22 @@ build_b3() {
 	B3_BIN=$1/b3
 }
 
+# cpu_seconds PID: user + system CPU time the process has used so far.
+cpu_seconds() {
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+# begin_run DIR: builds b3 (build_b3 DIR), stops the server on exit, and
+# prints the first lines of a run.txt: start time, host, b3.
+begin_run() {
+	build_b3 "$1"
+	trap 'stop_server' EXIT
+	trap 'log interrupted; exit 130' INT TERM
+	echo "started: $(date -Is)"
+	echo "host: $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+	echo "b3: $B3_BIN ($(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown))"
+}
+
 # free_port prints a TCP port nothing listens on (the kernel picks it).
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

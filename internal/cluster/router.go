@@ -9,8 +9,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/b3-storage/b3/internal/admin"
 	"github.com/b3-storage/b3/internal/server"
@@ -45,6 +49,10 @@ type router struct {
 	ms    *mesh
 	cmap  *mapState
 	proxy http.Handler
+	// registry is /metrics on the admin listener: the process's and
+	// requests by the group they went to (requests).
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
 }
 
 // RunRouter serves a router until ctx ends.
@@ -78,6 +86,17 @@ func RunRouter(ctx context.Context, cfg RouterConfig, out io.Writer) error {
 	rt := &router{cfg: cfg, log: cfg.Logger, cmap: cmap,
 		ms: &mesh{http: &http.Client{Transport: peerTransport(secret, peerTLS, protoHTTP)}, leaders: &leaderCache{}}}
 	rt.proxy = newForwardProxy(rt.ms, peerTransport(secret, peerTLS, protoForward), rt.log)
+	rt.registry = admin.NewRegistry()
+	rt.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "b3_router_requests_total",
+		Help: "S3 requests the router sent on, by the group they went to and the status class of the answer (\"error\": no group leader answered)."},
+		[]string{"group", "class"})
+	rt.registry.MustRegister(rt.requests, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "b3_router_map_epoch",
+		Help: "The epoch of the cluster map the router routes by (0: none yet)."}, func() float64 {
+		if m := rt.cmap.load(); m != nil {
+			return float64(m.Epoch)
+		}
+		return 0
+	}))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go followMap(ctx, rt.ms, rt.cmap, func() []string { return mapSources(rt.cmap.load(), cfg.Seeds) }, rt.log.Warn)
@@ -116,14 +135,18 @@ func (rt *router) serveClient(w http.ResponseWriter, r *http.Request) {
 	deadline := time.Now().Add(leaderWait)
 	for {
 		why := "the router has no cluster map yet (are --cluster-seeds reachable?)"
+		var g string
 		if m := rt.cmap.load(); m != nil {
-			g := groupOf(m, r, rt.cfg.Domains)
-			if grp := m.Group(g); grp != nil && forwardTo(r.Context(), rt.ms, grp, w, r, rt.proxy) {
+			g = groupOf(m, r, rt.cfg.Domains)
+			sw := &statusWriter{ResponseWriter: w}
+			if grp := m.Group(g); grp != nil && forwardTo(r.Context(), rt.ms, grp, sw, r, rt.proxy) {
+				rt.requests.WithLabelValues(g, fmt.Sprintf("%dxx", sw.status/100)).Inc()
 				return
 			}
 			why = "group " + g + " has no leader that answers"
 		}
 		if time.Now().After(deadline) || r.Context().Err() != nil {
+			rt.requests.WithLabelValues(g, "error").Inc()
 			slowDown(w, why)
 			return
 		}
@@ -154,6 +177,11 @@ func (rt *router) adminHandler() http.Handler {
 		}
 	}
 	setting := authorized(serveMapSetting(rt.ms, func() []string { return mapSources(rt.cmap.load(), rt.cfg.Seeds) }, rt.cmap, rt.log))
+	m.Handle("GET /metrics", authorized(promhttp.HandlerFor(rt.registry, promhttp.HandlerOpts{}).ServeHTTP))
+	m.Handle("/debug/pprof/", authorized(pprof.Index))
+	m.Handle("/debug/pprof/profile", authorized(pprof.Profile))
+	m.Handle("/debug/pprof/symbol", authorized(pprof.Symbol))
+	m.Handle("/debug/pprof/trace", authorized(pprof.Trace))
 	m.HandleFunc("POST /admin/v1/cluster/rebalance", setting)
 	m.HandleFunc("POST /admin/v1/cluster/drain", setting)
 	m.HandleFunc("GET /admin/v1/cluster", authorized(func(w http.ResponseWriter, r *http.Request) {
@@ -167,4 +195,33 @@ func (rt *router) adminHandler() http.Handler {
 		admin.WriteJSON(w, http.StatusOK, st)
 	}))
 	return m
+}
+
+// statusWriter remembers the status of the answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush passes flushes on: the proxy streams.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -67,6 +68,8 @@ func newForwardProxy(ms *mesh, transport http.RoundTripper, log *slog.Logger) *h
 		},
 		Transport:     transport,
 		FlushInterval: -1,
+		// A buffer per answer copied would be 32 KiB of garbage each.
+		BufferPool: proxyBuffers,
 		ModifyResponse: func(resp *http.Response) error {
 			noteForwardAnswer(ms, resp)
 			return nil
@@ -81,6 +84,14 @@ func newForwardProxy(ms *mesh, transport http.RoundTripper, log *slog.Logger) *h
 		},
 	}
 }
+
+// proxyBuffers are the forward proxies' copy buffers.
+var proxyBuffers = &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return *b.p.Get().(*[]byte) }
+func (b *bufferPool) Put(x []byte) { b.p.Put(&x) }
 
 // forwardedHandler serves the forward side of the cluster port: S3
 // requests other members received from clients, answered only while

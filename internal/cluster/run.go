@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		MaxRetention: cfg.MaxRetention, NewBuckets: cfg.NewBuckets, Logger: cfg.Logger, Observe: observe, VersionKey: VersionKey(n.secret),
 		// The leader sees each client's own address (forward.go), so the
 		// back-off holds back the failing client, not a whole follower.
-		AuthLimiter: authlimit.New(server.AuthLimits(cfg.AuthBackOff))})
+		AuthLimiter: authlimit.New(server.AuthLimits(cfg.AuthBackOff)), Keys: cfg.Keys})
 	admin.RegisterHeldPlaylists(n.registry, n.api.HeldPlaylistRequests)
 	proxy := n.newProxy()
 	servers := []*http.Server{

@@ -58,7 +58,8 @@ func uploadContext(rq *request) context.Context { return context.WithoutCancel(r
 // An upload without a checksum gets the default one (a FULL_OBJECT
 // CRC64NVME), computed in the same pass, as S3 does.
 func (s *Server) putObject(rq *request) error {
-	if err := refuseEncryption(rq.Header); err != nil {
+	sealed, err := s.newSealedObject(rq, rq.Header, rq.bucketRec, rq.key)
+	if err != nil {
 		return err
 	}
 	body, release, err := s.admitUpload(rq)
@@ -84,15 +85,20 @@ func (s *Server) putObject(rq *request) error {
 		return err
 	}
 	cr := checksum.NewReader(body, exp, exp.Stored())
+	stream, err := sealed.encrypt(&uploadBody{src: cr, want: rq.contentLength}, 0)
+	if err != nil {
+		return err
+	}
+	obj.SSE = sealed.record()
 	stored, err := s.store.PutObject(uploadContext(rq), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
-		Body:   &uploadBody{src: cr, want: rq.contentLength},
+		Body:   stream,
 		Object: obj,
 		Finish: func(o *meta.Object) error {
 			if !cr.Done() {
 				return errIncompleteBody
 			}
-			o.ETag = cr.ETag()
+			o.ETag = sealed.etag(cr.ETag())
 			if c := cr.Stored(); !c.IsZero() {
 				o.ChecksumAlgorithm, o.Checksum, o.ChecksumType = c.Algorithm.String(), c.Base64(), checksum.FullObject.String()
 			}
@@ -105,6 +111,9 @@ func (s *Server) putObject(rq *request) error {
 	}
 	s.playlistStored(rq)
 	s.writeStoredHeaders(rq, stored)
+	if sealed != nil {
+		writeSSEHeaders(rq.w.Header(), sealed.rec, sealed.customerMD5)
+	}
 	return writeEmpty(rq, http.StatusOK)
 }
 
@@ -135,9 +144,6 @@ func (s *Server) objectFromHeaders(rq *request, taggingApplies bool) (*meta.Obje
 	}
 	grants, owner, err := s.objectACL(rq.Header, rq.bucketRec, rq.accessKey)
 	if err != nil {
-		return nil, err
-	}
-	if err := refuseEncryption(rq.Header); err != nil {
 		return nil, err
 	}
 	if err := s.authorizeACLAndTags(rq, aclHeadersGiven(rq.Header), taggingApplies && len(tags) > 0); err != nil {
@@ -219,13 +225,16 @@ func (s *Server) getObject(rq *request) error {
 			return err
 		}
 	}
-	var obj *meta.Object
-	var body io.ReadCloser
-	if versionID == "" {
-		obj, body, err = s.store.OpenObject(rq.Context(), rq.bucket, rq.key, s.judgedRange(rq, objectRange(rq, &chosen, &partial)))
-	} else {
-		obj, body, err = s.store.OpenVersion(rq.Context(), rq.bucket, rq.key, versionID, objectRange(rq, &chosen, &partial))
+	customer, err := parseCustomerKey(rq.Header, "")
+	if err != nil {
+		return err
 	}
+	obj, body, so, err := s.openPlain(customer, func(rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error) {
+		if versionID == "" {
+			return s.store.OpenObject(rq.Context(), rq.bucket, rq.key, s.judgedRange(rq, rng))
+		}
+		return s.store.OpenVersion(rq.Context(), rq.bucket, rq.key, versionID, rng)
+	}, objectRange(rq, &chosen, &partial))
 	if err != nil {
 		return s.objectReadError(rq, obj, s.deleteMarkerError(rq, versionID, err))
 	}
@@ -233,6 +242,7 @@ func (s *Server) getObject(rq *request) error {
 	if err := s.writeReadHeaders(rq, obj, chosen, partial); err != nil {
 		return err
 	}
+	writeSSEHeaders(rq.w.Header(), obj.SSE, so.customerMD5)
 	status := http.StatusOK
 	if partial {
 		status = http.StatusPartialContent
@@ -261,6 +271,13 @@ func (s *Server) headObject(rq *request) error {
 	} else if obj, err = s.store.HeadVersion(rq.bucket, rq.key, versionID); err == nil && obj.DeleteMarker {
 		err = objstore.ErrDeleteMarker
 	}
+	var so sealedObject
+	if err == nil {
+		var customer sseSpec
+		if customer, err = parseCustomerKey(rq.Header, ""); err == nil {
+			obj, so, err = s.headPlain(obj, customer)
+		}
+	}
 	if err == nil {
 		_, _, err = objectRange(rq, &chosen, &partial)(obj)
 	}
@@ -270,6 +287,7 @@ func (s *Server) headObject(rq *request) error {
 	if err := s.writeReadHeaders(rq, obj, chosen, partial); err != nil {
 		return err
 	}
+	writeSSEHeaders(rq.w.Header(), obj.SSE, so.customerMD5)
 	if partial {
 		rq.w.WriteHeader(http.StatusPartialContent)
 	} else {

@@ -52,6 +52,9 @@ var actions = map[string]string{
 	"GetObjectLockConfiguration":      "s3:GetBucketObjectLockConfiguration",
 	"PutObjectLockConfiguration":      "s3:PutBucketObjectLockConfiguration",
 	"ListBuckets":                     "s3:ListAllMyBuckets",
+	"GetBucketEncryption":             "s3:GetEncryptionConfiguration",
+	"PutBucketEncryption":             "s3:PutEncryptionConfiguration",
+	"DeleteBucketEncryption":          "s3:PutEncryptionConfiguration",
 }
 
 // aclNeeds maps operations to the ACL grant that allows them; others

@@ -24,6 +24,7 @@ import (
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/policy"
 	"github.com/b3-storage/b3/internal/s3auth"
+	"github.com/b3-storage/b3/internal/sse"
 )
 
 // User is one principal: an access key, its secret and a display name.
@@ -73,6 +74,9 @@ type Config struct {
 	// for request skew and presign expiry.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Keys are the master keys of SSE-S3 and SSE-KMS (package sse); nil
+	// refuses those with NotImplemented (SSE-C needs none).
+	Keys *sse.KeyRing
 	// Directory, if set, is the user set in place of Users, and may change
 	// while the server runs.
 	Directory *UserDirectory

@@ -61,6 +61,9 @@ func adminCommands() []adminCommand {
 		{name: "cache set", summary: "resize the object cache: --size 256MiB (0 = off; a smaller size evicts at once; kept over restarts)",
 			flags: []string{"size"}, run: adminCacheSet},
 		{name: "lifecycle run", summary: "one lifecycle pass now", run: adminLifecycleRun},
+		{name: "kms status", summary: "master keys (names), the default key, and the key rotation job", run: adminKMSStatus},
+		{name: "kms rotate", summary: "re-seal data keys under another master key in the background, no data rewritten: --from <key> (default: every SSE-S3 key not under --to) --to <key> (default: the default key)",
+			flags: []string{"from", "to"}, run: adminKMSRotate},
 		{name: "cluster status", summary: "members of the replica group, health, leader, term, lag (b3 node)", run: adminClusterStatus},
 		{name: "cluster add", args: "<id>=<host:port>", summary: "add the node waiting at that cluster address (b3 node --join)", nargs: [2]int{1, 1}, run: adminClusterAdd},
 		{name: "cluster remove", args: "<id>", summary: "remove a member; it stops serving", nargs: [2]int{1, 1}, run: adminClusterRemove},
@@ -72,7 +75,7 @@ func adminCommands() []adminCommand {
 // adminDefaults maps a bare first word to its command.
 var adminDefaults = map[string]string{
 	"users": "users list", "buckets": "buckets list", "vacuum": "vacuum status",
-	"limits": "limits get", "settings": "settings list", "cache": "cache stats",
+	"limits": "limits get", "settings": "settings list", "cache": "cache stats", "kms": "kms status",
 }
 
 // adminFlags are every flag of `b3 admin`; they may appear anywhere on
@@ -85,6 +88,7 @@ type adminFlags struct {
 	objects, force, yes bool
 	newOwner, size      string
 	gone                string
+	from, to            string
 }
 
 func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
@@ -101,7 +105,9 @@ func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
 	fs.StringVar(&f.size, "size", "", "cache set: the object cache's new size (bytes, KiB MiB GiB; 0 = off)")
 	fs.BoolVar(&f.yes, "yes", false, "cluster declare-lost: do not ask for a confirmation")
 	fs.StringVar(&f.gone, "gone", "", "cluster declare-lost: members gone for good (id,id...): the leader does not wait for their answer")
-	return map[string]bool{"objects": true, "force": true, "new-owner": true, "size": true, "yes": true, "gone": true}
+	fs.StringVar(&f.from, "from", "", "kms rotate: the master key whose data keys are re-sealed (default: every SSE-S3 key not under --to)")
+	fs.StringVar(&f.to, "to", "", "kms rotate: the master key that seals them (default: the default key)")
+	return map[string]bool{"objects": true, "force": true, "new-owner": true, "size": true, "yes": true, "gone": true, "from": true, "to": true}
 }
 
 // adminConfig is the file `b3 admin` reads its connection from when

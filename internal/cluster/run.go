@@ -505,7 +505,7 @@ func (n *Node) adminHandler() (http.Handler, *admin.Server, error) {
 	inner, err := admin.New(admin.Config{Store: n.store, Writes: n.backend, Limiter: n.limiter, Users: nodeUsers{n}, Token: token, MetricsToken: n.cfg.MetricsToken,
 		Logger: n.log, Registry: n.registry,
 		Ready: func() bool { _, id := n.raft.LeaderWithID(); return id != "" && !n.faulty.Load() }, Context: n.closing,
-		Overrides: n.overrides, Configured: n.configured})
+		Overrides: n.overrides, Configured: n.configured, KMS: n.api})
 	if err != nil {
 		return nil, nil, err
 	}

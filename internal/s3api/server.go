@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -141,6 +142,11 @@ type Server struct {
 	policies docCache[*policy.Policy]
 	cors     docCache[*corsConfiguration]
 	versions *versionCodec
+
+	// rotationMu guards rotation, the key rotation job's status
+	// (rotate.go).
+	rotationMu sync.Mutex
+	rotation   sse.RotationStatus
 }
 
 // New returns a Server answering for store.

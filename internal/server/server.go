@@ -307,7 +307,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	defer cancelPasses()
 	adminAPI, err := admin.New(admin.Config{Store: store, Limiter: limiter, Users: users, Token: adminToken, MetricsToken: cfg.MetricsToken,
 		Registry: registry, Ready: ready.Load, Logger: cfg.Logger, Context: passCtx,
-		Overrides: overrides, Configured: configured})
+		Overrides: overrides, Configured: configured, KMS: api})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // KeyRing holds the master keys by name: the embedded default KMS. The
@@ -107,4 +108,27 @@ func (r *KeyRing) Key(name string) (Key, string, error) {
 		return Key{}, name, fmt.Errorf("%w: %q", ErrNoKey, name)
 	}
 	return k, name, nil
+}
+
+// KMSStatus describes the key ring and its re-wrap job (b3 admin kms
+// status).
+type KMSStatus struct {
+	DefaultKey string         `json:"default_key"`
+	Keys       []string       `json:"keys"`
+	Rotation   RotationStatus `json:"rotation"`
+}
+
+// RotationStatus reports the last or running re-wrap job: data keys
+// sealed under From (every SSE-S3 key not sealed under To, if From is
+// "") sealed again under To; no object byte is rewritten.
+type RotationStatus struct {
+	Running   bool       `json:"running"`
+	From      string     `json:"from"`
+	To        string     `json:"to"`
+	Started   *time.Time `json:"started"`
+	Finished  *time.Time `json:"finished"`
+	Scanned   int64      `json:"scanned"`
+	Rewrapped int64      `json:"rewrapped"`
+	Failed    int64      `json:"failed"`
+	LastError string     `json:"last_error"`
 }

@@ -1,8 +1,10 @@
 package s3api
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"github.com/b3-storage/b3/internal/checksum"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/sse"
 )
 
 var (
@@ -239,6 +242,17 @@ func (s *Server) getObject(rq *request) error {
 		return s.objectReadError(rq, obj, s.deleteMarkerError(rq, versionID, err))
 	}
 	defer body.Close()
+	var stream io.Reader = body
+	if obj.SSE != nil {
+		// Decrypt the first package before the headers go out: ciphertext
+		// that does not authenticate there is an error answer, not a 200
+		// cut short (later packages can only cut the body).
+		buffered := bufio.NewReaderSize(body, sse.ChunkSize)
+		if _, err := buffered.Peek(1); err != nil && err != io.EOF {
+			return fmt.Errorf("read %s/%s: %w", rq.bucket, rq.key, err)
+		}
+		stream = buffered
+	}
 	if err := s.writeReadHeaders(rq, obj, chosen, partial); err != nil {
 		return err
 	}
@@ -248,7 +262,7 @@ func (s *Server) getObject(rq *request) error {
 		status = http.StatusPartialContent
 	}
 	rq.w.WriteHeader(status)
-	if _, err := io.Copy(rq.w, body); err != nil {
+	if _, err := io.Copy(rq.w, stream); err != nil {
 		// Headers are out: the client will see a short body. writeError
 		// aborts the connection so it cannot mistake it for the object.
 		return err

@@ -121,7 +121,7 @@ func (s *Store) PutObject(ctx context.Context, in objstore.PutInput) (*meta.Obje
 	}
 	obj.Bucket, obj.Key, obj.Version = in.Bucket, in.Key, version
 	obj.Modified = time.Now().UTC()
-	small, body, err := peekSmall(in.Body, s.node.cfg.InlineMax)
+	small, body, err := peekSmall(in.Body, objstore.InlineLimit(s.node.cfg.InlineMax, obj))
 	if err != nil {
 		return nil, err
 	}

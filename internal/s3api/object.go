@@ -247,7 +247,7 @@ func (s *Server) getObject(rq *request) error {
 		// Decrypt the first package before the headers go out: ciphertext
 		// that does not authenticate there is an error answer, not a 200
 		// cut short (later packages can only cut the body).
-		buffered := bufio.NewReaderSize(body, sse.ChunkSize)
+		buffered := bufio.NewReaderSize(body, int(min(sse.ChunkSize, chosen.n+1)))
 		if _, err := buffered.Peek(1); err != nil && err != io.EOF {
 			return fmt.Errorf("read %s/%s: %w", rq.bucket, rq.key, err)
 		}

@@ -71,7 +71,7 @@ func (s *Server) getObjectAttributes(rq *request) error {
 	if err != nil {
 		return err
 	}
-	customer, err := parseCustomerKey(rq.Header, "")
+	customer, err := parseReadSSE(rq.Header)
 	if err != nil {
 		return err
 	}

@@ -159,7 +159,10 @@ func (s *Server) copyObject(rq *request) error {
 	algName := rq.Header.Get(checksum.HeaderAlgorithm)
 	if srcBucket == rq.bucket && srcKey == rq.key && srcVersion == "" && directive != "REPLACE" && algName == "" &&
 		rq.Header.Get("x-amz-storage-class") == "" && tagDirective != "REPLACE" &&
-		rq.Header.Get(hdrSSE) == "" && rq.Header.Get(hdrSSECAlgorithm) == "" {
+		rq.Header.Get(hdrSSE) == "" && rq.Header.Get(hdrSSECAlgorithm) == "" &&
+		rq.Header.Get(copySourcePrefix+strings.TrimPrefix(hdrSSECAlgorithm, "x-amz-")) == "" {
+		// A copy that names an SSE-C key for its source decrypts it in
+		// place (the copy is plain unless it asks for encryption).
 		return errInvalidCopyDest
 	}
 	sealed, err := s.newSealedObject(rq, rq.Header, rq.bucketRec, rq.key)

@@ -98,6 +98,16 @@ func parseCustomerKey(h http.Header, prefix string) (sseSpec, error) {
 	return spec, nil
 }
 
+// parseReadSSE reads the SSE-C key of a read (GET, HEAD); the headers of
+// SSE-S3 and SSE-KMS belong to writes, and a read that sends them is
+// refused, as S3 does.
+func parseReadSSE(h http.Header) (sseSpec, error) {
+	if h.Get(hdrSSE) != "" || h.Get(hdrSSEKMSKeyID) != "" {
+		return sseSpec{}, errInvalidArgument.withMessage("The x-amz-server-side-encryption headers apply to writes; a read of an encrypted object names only an SSE-C key.")
+	}
+	return parseCustomerKey(h, "")
+}
+
 // parseWriteSSE reads the encryption a write asks for.
 func parseWriteSSE(h http.Header) (sseSpec, error) {
 	customer, err := parseCustomerKey(h, "")

@@ -130,7 +130,7 @@ func (s *Server) getPlaylist(rq *request) (handled bool, err error) {
 // it answers. Its conditional headers are evaluated on the version it
 // answers with (writePlaylist), not on one it waits past.
 func (s *Server) readPlaylist(rq *request) (*meta.Object, []byte, error) {
-	customer, err := parseCustomerKey(rq.Header, "")
+	customer, err := parseReadSSE(rq.Header)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -228,7 +228,7 @@ func (s *Server) getObject(rq *request) error {
 			return err
 		}
 	}
-	customer, err := parseCustomerKey(rq.Header, "")
+	customer, err := parseReadSSE(rq.Header)
 	if err != nil {
 		return err
 	}
@@ -288,7 +288,7 @@ func (s *Server) headObject(rq *request) error {
 	var so sealedObject
 	if err == nil {
 		var customer sseSpec
-		if customer, err = parseCustomerKey(rq.Header, ""); err == nil {
+		if customer, err = parseReadSSE(rq.Header); err == nil {
 			obj, so, err = s.headPlain(obj, customer)
 		}
 	}

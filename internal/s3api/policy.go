@@ -286,7 +286,8 @@ func (s *Server) conditionContext(rq *request, b *meta.Bucket, key, action, vers
 	wh := writeHeader(rq)
 	for _, h := range []string{"x-amz-acl", "x-amz-grant-read", "x-amz-grant-write", "x-amz-grant-read-acp",
 		"x-amz-grant-write-acp", "x-amz-grant-full-control", "x-amz-copy-source", "x-amz-metadata-directive",
-		"x-amz-storage-class", "x-amz-server-side-encryption", "x-amz-content-sha256"} {
+		"x-amz-storage-class", "x-amz-server-side-encryption", "x-amz-content-sha256",
+		hdrSSEKMSKeyID, hdrSSECAlgorithm} {
 		if v := wh.Get(h); v != "" {
 			set("s3:"+h, v)
 		}

@@ -14,11 +14,15 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/b3-storage/b3/internal/testutil"
 )
 
-const timeout = 2 * time.Minute
+const (
+	timeout = 2 * time.Minute
+	hdrSSE  = "x-amz-server-side-encryption"
+)
 
 // stored is an object a test wrote and will read back after a restart.
 type stored struct {
@@ -202,6 +206,13 @@ func TestServerEncryption(t *testing.T) {
 				_, err := c.PutObject(ctx, sseOpts{sse: types.ServerSideEncryptionAwsKms, kmsKey: "nope"}.put(&s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("bad"), Body: bytes.NewReader(body)}))
 				return err
 			}, "KMS.NotFoundException", 400},
+			{"GET naming SSE-KMS", func() error {
+				in := &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("sse-s3/100")}
+				_, err := c.GetObject(ctx, in, func(o *s3.Options) {
+					o.APIOptions = append(o.APIOptions, smithyhttp.AddHeaderValue(hdrSSE, "aws:kms"))
+				})
+				return err
+			}, "InvalidArgument", 400},
 			{"KMS key id with SSE-S3", func() error {
 				_, err := c.PutObject(ctx, sseOpts{sse: types.ServerSideEncryptionAes256, kmsKey: "main"}.put(&s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("bad"), Body: bytes.NewReader(body)}))
 				return err
@@ -348,6 +359,17 @@ func TestServerEncryption(t *testing.T) {
 			t.Fatalf("the old key still reads the re-keyed object: %v", err)
 		}
 		written = append(written, stored{bucket, inPlace, body, sseOpts{ck: &k2}})
+		// Decrypting in place: only the copy-source key is named (the
+		// plaintext then on disk is marked as the control).
+		const decrypted = "copy/decrypted-in-place"
+		plainBody := patterned(plainMark, 70<<10)
+		put(ctx, t, c, bucket, decrypted, plainBody, sseOpts{ck: &k2})
+		if _, err := c.CopyObject(ctx, sseOpts{copySrc: &k2}.copyObject(&s3.CopyObjectInput{Bucket: aws.String(bucket), Key: aws.String(decrypted), CopySource: aws.String(bucket + "/" + decrypted)})); err != nil {
+			t.Fatalf("in-place decryption: %v", err)
+		}
+		if got, out, err := getBytes(ctx, c, bucket, decrypted, "", sseOpts{}); err != nil || !bytes.Equal(got, plainBody) || out.ServerSideEncryption != "" {
+			t.Fatalf("in-place decryption: read back %d bytes, %v", len(got), err)
+		}
 
 		// UploadPartCopy: a range of an SSE-C source into an SSE-S3 upload.
 		create, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String("copy/parts"), ServerSideEncryption: types.ServerSideEncryptionAes256})

@@ -161,6 +161,8 @@ type rangeReader struct {
 	stream  int   // index of the next stream to open
 	plainAt int64 // plaintext offset of stream's start
 	cur     io.Reader
+	dec     io.Reader         // cur's decrypter, read to its end when drain
+	drain   bool              // the range runs to the end of cur's stream
 	stored  *io.LimitedReader // the stored bytes of cur's stream
 	left    int64             // plaintext bytes still to return
 	started bool
@@ -172,6 +174,11 @@ func (r *rangeReader) Read(b []byte) (int, error) {
 	}
 	for {
 		if r.left == 0 {
+			if r.cur != nil {
+				if err := r.endStream(); err != nil {
+					return 0, err
+				}
+			}
 			return 0, io.EOF
 		}
 		if r.cur == nil {
@@ -185,9 +192,8 @@ func (r *rangeReader) Read(b []byte) (int, error) {
 		n, err := r.cur.Read(b)
 		r.left -= int64(n)
 		if err == io.EOF {
-			r.cur = nil
-			err = nil
-			if n == 0 {
+			err = r.endStream()
+			if err == nil && n == 0 {
 				continue
 			}
 		}
@@ -196,6 +202,29 @@ func (r *rangeReader) Read(b []byte) (int, error) {
 		}
 		return n, nil
 	}
+}
+
+// endStream closes the current stream. One read to the end of the range
+// is read to its end by the decrypter too: it checks the final package's
+// flag and returns the decrypter's buffer to sio's pool (a decrypter left
+// before its end leaves its buffer to the garbage collector).
+func (r *rangeReader) endStream() error {
+	dec, drain := r.dec, r.drain
+	r.cur, r.dec, r.drain = nil, nil, false
+	if !drain {
+		return nil
+	}
+	var one [1]byte
+	n, err := dec.Read(one[:])
+	switch {
+	case n > 0:
+		return fmt.Errorf("sse: stream longer than its record says: %w", ErrCorrupt)
+	case err == io.EOF:
+		return nil
+	case err == nil:
+		return fmt.Errorf("sse: stream not ended: %w", ErrCorrupt)
+	}
+	return fmt.Errorf("%w: %v", ErrCorrupt, err)
 }
 
 // next opens the stream holding the next plaintext byte to return.
@@ -228,7 +257,7 @@ func (r *rangeReader) next() error {
 			return fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 	}
-	r.cur = io.LimitReader(dec, to-from)
+	r.cur, r.dec, r.drain = io.LimitReader(dec, to-from), dec, to == s.plain
 	r.plainAt += s.plain
 	r.stream++
 	return nil

@@ -301,7 +301,7 @@ func (s *Store) PutPart(ctx context.Context, bucket, key, uploadID string, numbe
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.node.propose(&command{Op: opPutPart, Name: bucket, Key: key, Version: up.Version, Part: part, Stage: stage}); err != nil {
+	if _, err := s.node.propose(&command{Op: opPutPart, Name: bucket, Key: key, Version: up.Version, Part: part, Stage: stage, Encrypted: up.SSE != nil}); err != nil {
 		return nil, err
 	}
 	return part, nil

@@ -28,14 +28,26 @@ func retry(ctx context.Context, do func() error) error {
 
 // TestClusterCiphertextOnly writes encrypted objects of every kind and
 // size (inline in the Raft entry, staged and pushed beside the log,
-// multipart) into a 3-node group, reads them through every node, and
-// then searches every node's data directory (segments, pebble, the Raft
-// log, staged bytes) for their plaintext.
+// multipart) into a 3-node group while one follower is stopped, restarts
+// it (it catches up by fetching the bytes), reads everything through
+// every node, and then searches every node's data directory (segments,
+// pebble, the Raft log, staged bytes) for their plaintext.
 func TestClusterCiphertextOnly(t *testing.T) {
 	cl := testutil.StartCluster(t, testutil.ClusterOptions{Args: []string{"--kms-keys", keyRing(t, "main", "other")}})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*timeout)
 	defer cancel()
-	c := cl.Client(0, timeout)
+	// One follower is away while the objects are written: back, it
+	// fetches their bytes from a peer, which checks them against what the
+	// commands name (an encrypted body's ETag is no MD5 of its bytes).
+	leader, err := cl.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	away := (leader + 1) % len(cl.Nodes)
+	if err := cl.Nodes[away].Proc.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c := cl.Client(leader, timeout)
 	const bucket = "enc"
 	if err := retry(ctx, func() error {
 		_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
@@ -81,6 +93,12 @@ func TestClusterCiphertextOnly(t *testing.T) {
 	}
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("control"), Body: bytes.NewReader(patterned(plainMark, 256<<10))}); err != nil {
 		t.Fatal(err)
+	}
+	if err := cl.Start(away); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitConverged(ctx); err != nil {
+		t.Fatalf("node %d, back, did not catch up: %v", away, err)
 	}
 	for i := range cl.Nodes {
 		ci := cl.Client(i, timeout)

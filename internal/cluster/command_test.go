@@ -3,8 +3,8 @@ package cluster
 import (
 	"bytes"
 	"crypto/md5"
-	"encoding/hex"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"reflect"
 	"testing"

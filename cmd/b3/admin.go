@@ -61,6 +61,9 @@ func adminCommands() []adminCommand {
 		{name: "cache set", summary: "resize the object cache: --size 256MiB (0 = off; a smaller size evicts at once; kept over restarts)",
 			flags: []string{"size"}, run: adminCacheSet},
 		{name: "lifecycle run", summary: "one lifecycle pass now", run: adminLifecycleRun},
+		{name: "kms status", summary: "master keys (names), the default key, and the key rotation job", run: adminKMSStatus},
+		{name: "kms rotate", summary: "re-seal data keys under another master key in the background, no data rewritten: --from <key> (default: every SSE-S3 key not under --to) --to <key> (default: the default key)",
+			flags: []string{"from", "to"}, run: adminKMSRotate},
 		{name: "cluster status", summary: "members of the replica group, health, leader, term, lag (b3 node)", run: adminClusterStatus},
 		{name: "cluster rebalance", args: "pause|resume|status", summary: "partition moves between groups: pause (those under way finish), resume, or whether the cluster is balanced",
 			nargs: [2]int{1, 1}, run: adminClusterRebalance},
@@ -76,7 +79,7 @@ func adminCommands() []adminCommand {
 // adminDefaults maps a bare first word to its command.
 var adminDefaults = map[string]string{
 	"users": "users list", "buckets": "buckets list", "vacuum": "vacuum status",
-	"limits": "limits get", "settings": "settings list", "cache": "cache stats",
+	"limits": "limits get", "settings": "settings list", "cache": "cache stats", "kms": "kms status",
 }
 
 // adminFlags are every flag of `b3 admin`; they may appear anywhere on
@@ -89,6 +92,7 @@ type adminFlags struct {
 	objects, force, yes, stop bool
 	newOwner, size            string
 	gone                      string
+	from, to                  string
 }
 
 func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
@@ -106,7 +110,9 @@ func (f *adminFlags) register(fs *flag.FlagSet) map[string]bool {
 	fs.BoolVar(&f.yes, "yes", false, "cluster declare-lost: do not ask for a confirmation")
 	fs.StringVar(&f.gone, "gone", "", "cluster declare-lost: members gone for good (id,id...): the leader does not wait for their answer")
 	fs.BoolVar(&f.stop, "stop", false, "cluster drain: end the drain of the group (its share comes back)")
-	return map[string]bool{"objects": true, "force": true, "new-owner": true, "size": true, "yes": true, "gone": true, "stop": true}
+	fs.StringVar(&f.from, "from", "", "kms rotate: the master key whose data keys are re-sealed (default: every SSE-S3 key not under --to)")
+	fs.StringVar(&f.to, "to", "", "kms rotate: the master key that seals them (default: the default key)")
+	return map[string]bool{"objects": true, "force": true, "new-owner": true, "size": true, "yes": true, "gone": true, "stop": true, "from": true, "to": true}
 }
 
 // adminConfig is the file `b3 admin` reads its connection from when

@@ -169,6 +169,8 @@ func TestAdminJSONShapes(t *testing.T) {
 		{"cache stats", nil},
 		{"cache set", []string{"--size", "32MiB"}},
 		{"lifecycle run", nil},
+		{"kms status", nil},
+		{"kms rotate", nil},
 	}
 	docs := documentedShapes(t)
 	ran := map[string]bool{}

@@ -14,6 +14,7 @@ import (
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/server"
+	"github.com/b3-storage/b3/internal/sse"
 )
 
 // The JSON `b3 admin --json` prints: snake_case, documented command by
@@ -414,6 +415,39 @@ func adminLifecycleRun(a *adminCall) (any, func(io.Writer), error) {
 	return v, func(w io.Writer) {
 		fmt.Fprintf(w, "lifecycle pass: scanned %d, expired %d, aborted %d uploads, reevaluated %d\n", v.Scanned, v.Expired, v.Aborted, v.Reevaluated)
 	}, err
+}
+
+func adminKMSStatus(a *adminCall) (any, func(io.Writer), error) {
+	st, err := a.c.KMSStatus(a.ctx)
+	return st, printKMS(st), err
+}
+
+func adminKMSRotate(a *adminCall) (any, func(io.Writer), error) {
+	st, err := a.c.KMSRotate(a.ctx, a.flags.from, a.flags.to)
+	return st, printKMS(st), err
+}
+
+func printKMS(st sse.KMSStatus) func(io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprintf(w, "master keys: %s (default %s)\n", strings.Join(st.Keys, ", "), st.DefaultKey)
+		r := st.Rotation
+		if r.Started == nil {
+			fmt.Fprintln(w, "rotation: never run")
+			return
+		}
+		state := "finished " + r.Finished.Format(time.RFC3339)
+		if r.Running {
+			state = "running"
+		}
+		from := r.From
+		if from == "" {
+			from = "every SSE-S3 key"
+		}
+		fmt.Fprintf(w, "rotation %s -> %s: %s; scanned %d, re-sealed %d, failed %d\n", from, r.To, state, r.Scanned, r.Rewrapped, r.Failed)
+		if r.LastError != "" {
+			fmt.Fprintf(w, "last error: %s\n", r.LastError)
+		}
+	}
 }
 
 func adminClusterStatus(a *adminCall) (any, func(io.Writer), error) {

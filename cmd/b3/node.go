@@ -45,7 +45,8 @@ var nodeShared = []string{"direct-io", "log-level", "log-format", "media-headers
 	"tls-cert", "tls-key", "admin-tls-cert", "admin-tls-key", "console-tls-cert", "console-tls-key", "tls-check-interval",
 	"meta-dir", "data-dir", "regions", "domain", "access-log", "access-key", "secret-key", "secret-key-file", "admin-token",
 	"metrics-token", "auth-backoff", "default-object-ownership", "default-block-public-access",
-	"vacuum-threshold", "bucket-metrics", "bucket-metrics-interval", "cache-size", "cache-max-object", "cache-policy"}
+	"vacuum-threshold", "bucket-metrics", "bucket-metrics-interval", "cache-size", "cache-max-object", "cache-policy",
+	"kms-keys", "kms-keys-file"}
 
 // nodeExceptions are the settings of b3 server that b3 node does not
 // take, and why (docs/CLUSTER.md lists them; TestNodeTakesServerSettings
@@ -195,6 +196,7 @@ func parseNode(args []string, getenv func(string) (string, bool), stderr io.Writ
 	// B3_SECRET_KEY, B3_ADMIN_TOKEN.
 	cfg.AccessKey, cfg.SecretKey, cfg.AdminToken = sc.AccessKey, sc.SecretKey, sc.AdminToken
 	cfg.MetricsToken, cfg.AuthBackOff = sc.MetricsToken, sc.AuthBackOff
+	cfg.Keys = sc.Keys
 	for _, w := range out.Warnings {
 		cfg.Logger.Warn(w)
 	}

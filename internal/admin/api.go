@@ -20,6 +20,7 @@ import (
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/sse"
 )
 
 // UserStore manages access keys. Implementations persist changes and make
@@ -76,6 +77,23 @@ type Config struct {
 	// over restarts; Configured are the values they override.
 	Overrides  OverrideStore
 	Configured Configured
+	// KMS, if set, reports the master keys and runs key rotation (the
+	// S3 API's: package s3api); nil answers 404.
+	KMS KMS
+}
+
+// KMS is the key ring's side of the admin API (b3 admin kms).
+type KMS interface {
+	KMSStatus() sse.KMSStatus
+	StartRotation(ctx context.Context, from, to string) error
+}
+
+// RotateRequest asks for a key rotation: data keys sealed under From
+// ("": every SSE-S3 key not under To) sealed again under To ("": the
+// default key).
+type RotateRequest struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // Server is the admin HTTP handler.
@@ -152,6 +170,8 @@ func New(cfg Config) (*Server, error) {
 	api("GET /admin/v1/cache", s.cacheStats)
 	api("PUT /admin/v1/cache", s.setCache)
 	api("POST /admin/v1/lifecycle/run", s.lifecycleRun)
+	api("GET /admin/v1/kms", s.kmsStatus)
+	api("POST /admin/v1/kms/rotate", s.kmsRotate)
 	return s, nil
 }
 
@@ -478,6 +498,30 @@ func (s *Server) setCache(w http.ResponseWriter, r *http.Request) error {
 
 // MaxCacheBytes bounds the object cache's size set at run time (1 TiB).
 const MaxCacheBytes = 1 << 40
+
+func (s *Server) kmsStatus(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.KMS == nil {
+		return &httpError{http.StatusNotFound, "this server has no S3 API, so no key ring"}
+	}
+	WriteJSON(w, http.StatusOK, s.cfg.KMS.KMSStatus())
+	return nil
+}
+
+func (s *Server) kmsRotate(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.KMS == nil {
+		return &httpError{http.StatusNotFound, "this server has no S3 API, so no key ring"}
+	}
+	var req RotateRequest
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	if err := s.cfg.KMS.StartRotation(s.cfg.Context, req.From, req.To); err != nil {
+		return &httpError{http.StatusConflict, err.Error()}
+	}
+	s.audit(r, "kms.rotate", "from", req.From, "to", req.To)
+	WriteJSON(w, http.StatusAccepted, s.cfg.KMS.KMSStatus())
+	return nil
+}
 
 func (s *Server) lifecycleRun(w http.ResponseWriter, r *http.Request) error {
 	res, err := s.cfg.Store.SweepLifecycle(r.Context())

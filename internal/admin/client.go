@@ -14,6 +14,7 @@ import (
 	"github.com/b3-storage/b3/internal/cache"
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/sse"
 )
 
 // Client calls the admin API (the `b3 admin` command).
@@ -227,4 +228,16 @@ func (c *Client) Settings(ctx context.Context) ([]Setting, error) {
 func (c *Client) ResetSettings(ctx context.Context) ([]Setting, error) {
 	var rows []Setting
 	return rows, c.do(ctx, "DELETE", "/admin/v1/settings/overrides", nil, &rows)
+}
+
+// KMSStatus reports the master keys (names) and the key rotation job.
+func (c *Client) KMSStatus(ctx context.Context) (sse.KMSStatus, error) {
+	var st sse.KMSStatus
+	return st, c.do(ctx, "GET", "/admin/v1/kms", nil, &st)
+}
+
+// KMSRotate starts re-sealing data keys under another master key.
+func (c *Client) KMSRotate(ctx context.Context, from, to string) (sse.KMSStatus, error) {
+	var st sse.KMSStatus
+	return st, c.do(ctx, "POST", "/admin/v1/kms/rotate", RotateRequest{From: from, To: to}, &st)
 }

@@ -88,6 +88,10 @@ type command struct {
 	Catalog    *catalog           `json:"catalog,omitempty"`
 	Current    bool               `json:"current,omitempty"`
 	Drops      []dropRef          `json:"drops,omitempty"`
+	// Encrypted, on a put-part, says the upload is encrypted (its
+	// Upload.SSE): the part's bytes are ciphertext and its ETag is no MD5
+	// of them (see bodyCheck). A put-object says it by Object.SSE.
+	Encrypted bool `json:"encrypted,omitempty"`
 }
 
 // User is a cluster-wide S3 principal.
@@ -221,34 +225,43 @@ func (c *command) bytesRef(index uint64) (bytesRef, bool) {
 	switch {
 	case c.Op == opPutObject && c.Stage != 0:
 		return bytesRef{Stage: c.Stage, Bucket: c.Object.Bucket, Key: c.Object.Key, Version: c.Object.Version, Index: index,
-			want: wantBody(c.Object.Size, c.Object.ETag)}, true
+			want: wantBody(c.Object.Size, c.Object.ETag, c.Object.SSE != nil)}, true
 	case c.Op == opMigrate && c.Stage != 0 && c.Object != nil:
 		return bytesRef{Stage: c.Stage, Bucket: c.Object.Bucket, Key: c.Object.Key, Version: c.Object.Version, Index: index,
-			want: wantBody(c.Object.Size, c.Object.ETag)}, true
+			want: wantBody(c.Object.Size, c.Object.ETag, c.Object.SSE != nil)}, true
 	case c.Op == opMigrate && c.Stage != 0 && c.Part != nil:
 		return bytesRef{Stage: c.Stage, Bucket: c.Name, Key: c.Key, UploadID: c.Part.UploadID, Part: c.Part.Number, Index: index,
-			want: wantBody(c.Part.Size, c.Part.ETag)}, true
+			want: wantBody(c.Part.Size, c.Part.ETag, c.Encrypted)}, true
 	case c.Op == opPutPart && c.Stage != 0:
 		return bytesRef{Stage: c.Stage, Bucket: c.Name, Key: c.Key, Version: c.Version, UploadID: c.Part.UploadID, Part: c.Part.Number, Index: index,
-			want: wantBody(c.Part.Size, c.Part.ETag)}, true
+			want: wantBody(c.Part.Size, c.Part.ETag, c.Encrypted)}, true
 	}
 	return bytesRef{}, false
 }
 
 // bodyCheck is what a body must be: its size, and its MD5 sum where the
 // record's ETag is one (a PUT's, a part's, a copy's: b3 computes them
-// over the body it stores; a multipart object's is not).
+// over the body it stores; a multipart object's is not, nor is the ETag
+// of an encrypted body, computed over the plaintext).
 type bodyCheck struct {
 	size int64
 	md5  []byte // nil: not an MD5 sum
 }
 
-func wantBody(size int64, etag string) *bodyCheck {
-	w := &bodyCheck{size: size}
-	if sum, err := hex.DecodeString(strings.Trim(etag, `"`)); err == nil && len(sum) == md5.Size {
-		w.md5 = sum
+func wantBody(size int64, etag string, encrypted bool) *bodyCheck {
+	return &bodyCheck{size: size, md5: bodyMD5(etag, encrypted)}
+}
+
+// bodyMD5 is the MD5 sum of the stored body an ETag names, nil where it
+// names none (a multipart ETag, an encrypted body's).
+func bodyMD5(etag string, encrypted bool) []byte {
+	if encrypted {
+		return nil
 	}
-	return w
+	if sum, err := hex.DecodeString(strings.Trim(etag, `"`)); err == nil && len(sum) == md5.Size {
+		return sum
+	}
+	return nil
 }
 
 // errBadBody: bytes a peer gave are not those the command names (another

@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"bytes"
+	"crypto/md5"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -142,5 +144,34 @@ func BenchmarkCommand(b *testing.B) {
 				f.encode()
 			}
 		})
+	}
+}
+
+// TestEncryptedBodyCheck: an encrypted body's ETag is computed over its
+// plaintext (or is a keyed digest), so the bytes a follower fetches or
+// finds are told by their size alone; a plain body's ETag is the MD5 of
+// its bytes and is checked.
+func TestEncryptedBodyCheck(t *testing.T) {
+	plainSum := md5.Sum([]byte("plaintext!"))
+	cipherSum := md5.Sum([]byte("ciphertext"))
+	etag := hex.EncodeToString(plainSum[:])
+	cases := []struct {
+		name      string
+		encrypted bool
+		size      int64
+		ok        bool
+	}{
+		{"encrypted, ciphertext's MD5", true, 10, true},
+		{"encrypted, wrong size", true, 11, false},
+		{"plain, other bytes' MD5", false, 10, false},
+	}
+	for _, c := range cases {
+		err := wantBody(10, etag, c.encrypted).verify(c.size, cipherSum[:])
+		if (err == nil) != c.ok {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	if bodyMD5(etag, true) != nil || bodyMD5(etag, false) == nil {
+		t.Fatal("bodyMD5")
 	}
 }

@@ -63,7 +63,7 @@ func TestFetchRefusesWrongBytes(t *testing.T) {
 				_, _ = w.Write(tc.serve)
 			}))
 			defer peer.Close()
-			ref := bytesRef{Stage: 7, Bucket: "b", Key: "k", Version: 3, Index: 10, want: wantBody(int64(len(body)), tc.etag)}
+			ref := bytesRef{Stage: 7, Bucket: "b", Key: "k", Version: 3, Index: 10, want: wantBody(int64(len(body)), tc.etag, false)}
 			st, err := n.fetchFrom(context.Background(), strings.TrimPrefix(peer.URL, "http://"), ref, nil)
 			if tc.wantOK {
 				if err != nil {
@@ -109,7 +109,7 @@ func TestPushedBytesChecked(t *testing.T) {
 		{"multipart ETag: the size alone", flipped, etag + "-2", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ref := bytesRef{Stage: uint64(100 + i), Bucket: "b", Key: "k", Version: 3, Index: 10, want: wantBody(int64(len(body)), tc.etag)}
+			ref := bytesRef{Stage: uint64(100 + i), Bucket: "b", Key: "k", Version: 3, Index: 10, want: wantBody(int64(len(body)), tc.etag, false)}
 			req := httptest.NewRequest(http.MethodPut, "/_b3/v1/stage?"+refQuery(ref).Encode(), bytes.NewReader(tc.push))
 			rec := httptest.NewRecorder()
 			n.handleStage(rec, req)

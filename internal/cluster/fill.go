@@ -237,7 +237,7 @@ func (fl *filler) pass(ctx context.Context) (left int, err error) {
 		if !objstore.Hollow(o) {
 			return nil
 		}
-		return fill(bytesRef{Bucket: o.Bucket, Key: o.Key, Version: o.Version, Index: index, want: wantBody(o.Size, o.ETag)}, func(st *objstore.Staged) (bool, error) {
+		return fill(bytesRef{Bucket: o.Bucket, Key: o.Key, Version: o.Version, Index: index, want: wantBody(o.Size, o.ETag, o.SSE != nil)}, func(st *objstore.Staged) (bool, error) {
 			return fl.store.FillObject(o.Bucket, o.Key, o.Version, st)
 		})
 	}
@@ -256,7 +256,7 @@ func (fl *filler) pass(ctx context.Context) (left int, err error) {
 				return nil
 			}
 			ref := bytesRef{Bucket: up.Bucket, Key: up.Key, Version: up.Version, UploadID: p.UploadID, Part: p.Number, Index: index,
-				want: wantBody(p.Size, p.ETag)}
+				want: wantBody(p.Size, p.ETag, up.SSE != nil)}
 			return fill(ref, func(st *objstore.Staged) (bool, error) {
 				return fl.store.FillPart(up.Bucket, up.Key, p.UploadID, p.Number, st)
 			})
@@ -345,7 +345,7 @@ func fetchPriority(ctx context.Context) iolimit.Priority {
 // I/O on both nodes, not background work: the client waits for it.
 func (n *Node) fillNow(ctx context.Context, obj *meta.Object) error {
 	ctx = context.WithValue(ctx, clientFetch{}, true)
-	st, err := n.fetch(ctx, bytesRef{Bucket: obj.Bucket, Key: obj.Key, Version: obj.Version, Index: n.fsm.applied.Load(), want: wantBody(obj.Size, obj.ETag)})
+	st, err := n.fetch(ctx, bytesRef{Bucket: obj.Bucket, Key: obj.Key, Version: obj.Version, Index: n.fsm.applied.Load(), want: wantBody(obj.Size, obj.ETag, obj.SSE != nil)})
 	if err != nil {
 		return fmt.Errorf("%w: fetch the bytes of %s/%s, restored without them: %v", errNoQuorum, obj.Bucket, obj.Key, err)
 	}

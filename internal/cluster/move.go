@@ -628,7 +628,11 @@ func (n *Node) copyRecord(ctx context.Context, source string, rec moveRecord) er
 		if err != nil {
 			return err
 		}
-		_, err = n.propose(&command{Op: opMigrate, Part: p, Name: rec.Bucket, Key: rec.Key, Stage: stage})
+		c := &command{Op: opMigrate, Part: p, Name: rec.Bucket, Key: rec.Key, Stage: stage}
+		if up, err := n.store.GetUpload(rec.Bucket, rec.Key, p.UploadID); err == nil && up.SSE != nil {
+			c.Encrypted = true // ciphertext: its ETag is no MD5 of it
+		}
+		_, err = n.propose(c)
 		return err
 	}
 	return fmt.Errorf("unknown record kind %q", rec.Kind)

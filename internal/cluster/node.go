@@ -33,6 +33,7 @@ import (
 	"github.com/b3-storage/b3/internal/partition"
 	"github.com/b3-storage/b3/internal/s3api"
 	"github.com/b3-storage/b3/internal/server"
+	"github.com/b3-storage/b3/internal/sse"
 	"github.com/b3-storage/b3/internal/tlsreload"
 	"github.com/b3-storage/b3/internal/vfs"
 )
@@ -134,6 +135,10 @@ type Config struct {
 	MaxRetention time.Duration
 	// LogJSON prints the banner as a JSON log line.
 	LogJSON bool
+	// Keys are the master keys of SSE-S3 and SSE-KMS; nil refuses those
+	// (SSE-C works without). Every member must hold the same keys: a
+	// record sealed on one node is opened on whichever node answers.
+	Keys *sse.KeyRing
 	// LoadAdminToken, if set, supplies the admin token when AdminToken is
 	// empty (it keeps one in the data directory, as b3 server does).
 	LoadAdminToken func(root string) (string, error)

@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/b3-storage/b3/internal/objstore"
@@ -82,17 +80,16 @@ func (s *stages) takeFound(ctx context.Context, c *command, ref bytesRef) *objst
 		return nil
 	}
 	var size int64
-	var etag string
+	var sum []byte
 	switch {
 	case c.Part != nil:
-		size, etag = c.Part.Size, c.Part.ETag
+		size, sum = c.Part.Size, bodyMD5(c.Part.ETag, c.Encrypted)
 	case c.Object != nil:
-		size, etag = c.Object.Size, c.Object.ETag
+		size, sum = c.Object.Size, bodyMD5(c.Object.ETag, c.Object.SSE != nil)
 	default:
 		return nil
 	}
-	sum, err := hex.DecodeString(strings.Trim(etag, `"`))
-	if err != nil || len(sum) != 16 {
+	if sum == nil {
 		return nil // not an MD5 sum: nothing to tell the bytes by
 	}
 	st := found.Take(ctx, objstore.StagedID{Bucket: ref.Bucket, Key: ref.Key, Version: ref.Version}, size, sum)

@@ -214,7 +214,7 @@ func TestFoundBytesAreNotLacked(t *testing.T) {
 	n.stages.adopt(found)
 
 	sum := md5.Sum(body)
-	ref := bytesRef{Stage: 42, Bucket: "b", Key: "k", Version: version, Index: 7, want: wantBody(int64(len(body)), hex.EncodeToString(sum[:]))}
+	ref := bytesRef{Stage: 42, Bucket: "b", Key: "k", Version: version, Index: 7, want: wantBody(int64(len(body)), hex.EncodeToString(sum[:]), false)}
 	ask := func() int { return askFor(n, ref) }
 	if code := ask(); code != http.StatusConflict {
 		t.Fatalf("asked for bytes its scan found: %d, want 409", code)
@@ -229,7 +229,7 @@ func TestFoundBytesAreNotLacked(t *testing.T) {
 	// Other bytes of that owner (another size or sum: a torn prefix, the
 	// part of another number) are not those: lacked.
 	other := ref
-	other.want = wantBody(int64(len(body)), strings.Repeat("0", 32))
+	other.want = wantBody(int64(len(body)), strings.Repeat("0", 32), false)
 	if code := askFor(n, other); code != http.StatusNotFound {
 		t.Fatalf("asked for other bytes of the owner: %d, want 404", code)
 	}

@@ -123,7 +123,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		MaxRetention: cfg.MaxRetention, NewBuckets: cfg.NewBuckets, Logger: cfg.Logger, Observe: observe, VersionKey: VersionKey(n.secret),
 		// The leader sees each client's own address (forward.go), so the
 		// back-off holds back the failing client, not a whole follower.
-		AuthLimiter: authlimit.New(server.AuthLimits(cfg.AuthBackOff))})
+		AuthLimiter: authlimit.New(server.AuthLimits(cfg.AuthBackOff)), Keys: cfg.Keys})
 	admin.RegisterLLHLS(n.registry, n.api.LLHLSCounts)
 	proxy := n.newProxy()
 	servers := []*http.Server{
@@ -538,7 +538,7 @@ func (n *Node) adminHandler() (http.Handler, *admin.Server, error) {
 	inner, err := admin.New(admin.Config{Store: n.store, Writes: n.backend, Limiter: n.limiter, Users: nodeUsers{n}, Token: token, MetricsToken: n.cfg.MetricsToken,
 		Logger: n.log, Registry: n.registry,
 		Ready: func() bool { _, id := n.raft.LeaderWithID(); return id != "" && !n.faulty.Load() }, Context: n.closing,
-		Overrides: n.overrides, Configured: n.configured})
+		Overrides: n.overrides, Configured: n.configured, KMS: n.api})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -90,7 +90,7 @@ func TestPutBackServesRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := bytesRef{Stage: 77, Bucket: "b", Key: "k", Version: 9, want: wantBody(int64(len(body)), "")}
+	ref := bytesRef{Stage: 77, Bucket: "b", Key: "k", Version: 9, want: wantBody(int64(len(body)), "", false)}
 	n.keepForRetry(ref, st)
 	again := n.takePushed(ref)
 	if again == nil || again.Size != int64(len(body)) {

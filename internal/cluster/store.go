@@ -137,7 +137,7 @@ func (s *Store) PutObject(ctx context.Context, in objstore.PutInput) (*meta.Obje
 	}
 	obj.Bucket, obj.Key, obj.Version = in.Bucket, in.Key, version
 	obj.Modified = time.Now().UTC()
-	small, body, err := peekSmall(in.Body, s.node.cfg.InlineMax)
+	small, body, err := peekSmall(in.Body, objstore.InlineLimit(s.node.cfg.InlineMax, obj))
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +350,7 @@ func (s *Store) PutPart(ctx context.Context, bucket, key, uploadID string, numbe
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.node.propose(&command{Op: opPutPart, Name: bucket, Key: key, Version: up.Version, Part: part, Stage: stage}); err != nil {
+	if _, err := s.node.propose(&command{Op: opPutPart, Name: bucket, Key: key, Version: up.Version, Part: part, Stage: stage, Encrypted: up.SSE != nil}); err != nil {
 		return nil, err
 	}
 	return part, nil

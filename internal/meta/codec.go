@@ -278,3 +278,19 @@ func (d *decoder) finish(record string) error {
 	}
 	return nil
 }
+
+// encryption writes an encrypted record's key fields (Encryption).
+func (e *encoder) encryption(x *Encryption) {
+	e.strs(x.Algorithm, x.KeyID)
+	e.bytes(x.SealedKey)
+}
+
+func (d *decoder) encryption() *Encryption {
+	x := &Encryption{}
+	d.strs(&x.Algorithm, &x.KeyID)
+	x.SealedKey = d.bytes()
+	if d.err == nil && x.Algorithm == "" {
+		d.fail("encryption")
+	}
+	return x
+}

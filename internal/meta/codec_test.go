@@ -111,7 +111,11 @@ var codecCases = []codecCase{
 			&Object{Bucket: "b", Key: "empty", Inline: []byte{}}, versionedObject(), lockedInlineObject(),
 			&Object{Bucket: "b", Key: "dm", Version: 3, Versioned: true, DeleteMarker: true, Modified: ts(4)}, grantedObject(false), grantedObject(true),
 			&Object{Bucket: "b", Key: "no grants", Grants: []Grant{}},
-			&Object{Bucket: "b", Key: "hold released", Version: 4, Versioned: true, LegalHoldSet: true}},
+			&Object{Bucket: "b", Key: "hold released", Version: 4, Versioned: true, LegalHoldSet: true},
+			&Object{Bucket: "b", Key: "sse", Version: 5, Size: 48, Extents: []Extent{{Segment: 1, Offset: 2, Length: 90, Size: 48}},
+				SSE: &Encryption{Algorithm: SSEAlgorithmS3, KeyID: "default", SealedKey: []byte{1, 2, 3}}},
+			&Object{Bucket: "b", Key: "sse inline", Version: 6, Size: 3, Inline: []byte{7, 8, 9}, Versioned: true,
+				SSE: &Encryption{Algorithm: SSEAlgorithmCustomer, SealedKey: []byte{4}}}},
 		encode: func(v any) []byte { return encodeObject(v.(*Object)) },
 		decode: func(v any, data []byte) (any, error) {
 			o := v.(*Object)
@@ -124,7 +128,8 @@ var codecCases = []codecCase{
 			&Upload{Bucket: "b", UploadID: NewUploadID(2), Grants: []Grant{{Grantee: "c0ffee", Permission: "READ"}}},
 			&Upload{Bucket: "b", UploadID: NewUploadID(3), LockMode: LockCompliance, RetainUntil: ts(9)},
 			&Upload{Bucket: "b", UploadID: NewUploadID(4), Grants: []Grant{}, LegalHold: true, LegalHoldSet: true},
-			&Upload{Bucket: "b", UploadID: NewUploadID(5), LegalHoldSet: true}},
+			&Upload{Bucket: "b", UploadID: NewUploadID(5), LegalHoldSet: true},
+			&Upload{Bucket: "b", UploadID: NewUploadID(6), SSE: &Encryption{Algorithm: SSEAlgorithmKMS, KeyID: "k1", SealedKey: []byte{5, 6}}}},
 		encode: func(v any) []byte { return encodeUpload(v.(*Upload)) },
 		decode: func(v any, data []byte) (any, error) {
 			u := v.(*Upload)
@@ -135,7 +140,9 @@ var codecCases = []codecCase{
 		name: "bucket",
 		values: []any{fullBucket(), &Bucket{Name: "x"}, versionedBucket(), &Bucket{Name: "s", Versioning: VersioningSuspended}, accessBucket(),
 			&Bucket{Name: "y", Ownership: OwnershipBucketOwnerEnforced, PublicAccessBlock: &PublicAccessBlock{}},
-			&Bucket{Name: "live", LLHLS: true}, hlsBucket()},
+			&Bucket{Name: "live", LLHLS: true}, hlsBucket(),
+			&Bucket{Name: "enc", Encryption: []byte("<ServerSideEncryptionConfiguration/>")},
+			&Bucket{Name: "enc-live", LLHLS: true, Versioning: VersioningEnabled, Encryption: []byte("<x/>")}},
 		encode: func(v any) []byte { return encodeBucket(v.(*Bucket)) },
 		decode: func(v any, data []byte) (any, error) { return decodeBucket(v.(*Bucket).Name, data) },
 	},

@@ -20,7 +20,8 @@ package meta
 //	| public access block |  byte; format 2 only: 0 none, else
 //	|                     |  1 | 2 BlockPublicAcls | 4 IgnorePublicAcls
 //	|                     |  | 8 BlockPublicPolicy | 16 RestrictPublicBuckets
-//	| origin flags        |  uvarint; format 3 only: 1 LL-HLS origin
+//	| origin flags        |  uvarint; formats 3 and 4: 1 LL-HLS origin
+//	| default encryption  |  bytes; format 4 only (raw XML)
 //	+---------------------+
 //
 // The name is the key ("b" name) and is not repeated in the value. Format
@@ -29,11 +30,13 @@ package meta
 // that has one of them, so other buckets keep format 1 byte for byte and
 // stores written before format 2 read back unchanged. Format 3 adds the
 // origin flags after the format 2 fields, written only for a bucket with
-// a flag on, for the same reason.
+// a flag on, for the same reason. Format 4 adds the default encryption
+// configuration, written only for a bucket that has one.
 const (
 	bucketFormat         = 1
 	bucketFormatSettings = 2
 	bucketFormatOrigin   = 3
+	bucketFormatSSE      = 4
 )
 
 // Origin flags of format 3.
@@ -90,6 +93,9 @@ func encodeBucket(b *Bucket) []byte {
 	if b.LLHLS {
 		format = bucketFormatOrigin
 	}
+	if b.Encryption != nil {
+		format = bucketFormatSSE
+	}
 	e.byte1(format)
 	e.str(b.Owner)
 	e.time(b.Created)
@@ -110,15 +116,22 @@ func encodeBucket(b *Bucket) []byte {
 		e.str(b.Ownership)
 		e.byte1(encodePAB(b.PublicAccessBlock))
 	}
-	if format == bucketFormatOrigin {
-		e.uvarint(originLLHLS)
+	if format >= bucketFormatOrigin {
+		flags := uint64(0)
+		if b.LLHLS {
+			flags = originLLHLS
+		}
+		e.uvarint(flags)
+	}
+	if format == bucketFormatSSE {
+		e.bytes(b.Encryption)
 	}
 	return e.buf
 }
 
 func decodeBucket(name string, value []byte) (*Bucket, error) {
 	d := decoder{buf: value}
-	format := d.version("bucket", bucketFormat, bucketFormatSettings, bucketFormatOrigin)
+	format := d.version("bucket", bucketFormat, bucketFormatSettings, bucketFormatOrigin, bucketFormatSSE)
 	b := &Bucket{Name: name}
 	b.Owner = d.str()
 	b.Created = d.time()
@@ -141,12 +154,15 @@ func decodeBucket(name string, value []byte) (*Bucket, error) {
 		b.Ownership = d.str()
 		b.PublicAccessBlock = decodePAB(&d)
 	}
-	if format == bucketFormatOrigin {
+	if format >= bucketFormatOrigin {
 		flags := d.uvarint()
 		if flags&^originLLHLS != 0 {
 			d.fail("origin flags")
 		}
 		b.LLHLS = flags&originLLHLS != 0
+	}
+	if format == bucketFormatSSE {
+		b.Encryption = d.bytes()
 	}
 	if err := d.finish("bucket " + name); err != nil {
 		return nil, err

@@ -35,7 +35,10 @@ import "slices"
 //	|                       |  4 legal hold
 //	| lock mode             |  string; format 3 only
 //	| retain until          |  time; format 3 only
-//	| grants                |  grants; format 3 only
+//	| grants                |  grants; formats 3 and 4
+//	| sse algorithm         |  string; format 4 only
+//	| sse key id            |  string; format 4 only
+//	| sse sealed key        |  bytes; format 4 only
 //	+-----------------------+
 //
 // Format 2 is format 1 plus the payload of an object small enough to live
@@ -45,6 +48,8 @@ import "slices"
 // that holds it: a bucket that never enabled versioning, with objects of
 // the default ACL, writes formats 1 and 2 exactly as before; records
 // written before format 3 read as null versions without a lock or grants.
+// Format 4 is format 3 plus the sealed data key of an encrypted object
+// (Object.SSE); only encrypted objects are written in it.
 // Bucket and key are the pebble key ("o" bucket 0x00 key). An object of one
 // extent, an etag, a content type and a time takes about 80 bytes; with
 // two user-metadata pairs, cache-control, expiry and a checksum, 176.
@@ -52,6 +57,7 @@ const (
 	objectFormat         = 1
 	objectFormatInline   = 2
 	objectFormatSettings = 3
+	objectFormatSSE      = 4
 )
 
 // Bits of the version flags of format 3.
@@ -90,6 +96,8 @@ func AppendObject(dst []byte, o *Object) []byte {
 	format := byte(objectFormat)
 	flags := versionFlags(o)
 	switch {
+	case o.SSE != nil:
+		format = objectFormatSSE
 	case flags != 0 || o.LockMode != "" || !o.RetainUntil.IsZero() || o.Grants != nil:
 		format = objectFormatSettings
 	case o.Inline != nil:
@@ -116,11 +124,14 @@ func AppendObject(dst []byte, o *Object) []byte {
 	if format != objectFormat {
 		e.bytes(o.Inline)
 	}
-	if format == objectFormatSettings {
+	if format >= objectFormatSettings {
 		e.uvarint(flags)
 		e.str(o.LockMode)
 		e.time(o.RetainUntil)
 		e.grants(o.Grants)
+	}
+	if format == objectFormatSSE {
+		e.encryption(o.SSE)
 	}
 	return e.buf
 }
@@ -135,7 +146,7 @@ func ReadObject(bucket, key string, record []byte) (*Object, error) {
 // payload is checked for length but not copied (see Object.Inline).
 func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, error) {
 	d := decoder{buf: value}
-	format := d.version("object", objectFormat, objectFormatInline, objectFormatSettings)
+	format := d.version("object", objectFormat, objectFormatInline, objectFormatSettings, objectFormatSSE)
 	o := &Object{Bucket: bucket, Key: key}
 	o.Version = d.uvarint()
 	o.Size = d.varint()
@@ -174,7 +185,7 @@ func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, 
 			d.fail("inline payload")
 		}
 	}
-	if format == objectFormatSettings {
+	if format >= objectFormatSettings {
 		flags := d.uvarint()
 		if flags&^flagsKnown != 0 {
 			d.fail("version flags")
@@ -184,6 +195,9 @@ func decodeObject(bucket, key string, value []byte, withPayload bool) (*Object, 
 		o.LockMode = d.str()
 		o.RetainUntil = d.time()
 		o.Grants = d.grants()
+	}
+	if format == objectFormatSSE {
+		o.SSE = d.encryption()
 	}
 	if err := d.finish("object " + bucket + "/" + key); err != nil {
 		return nil, err

@@ -20,7 +20,8 @@ package meta
 //	| grants                |  grants; formats 2 and 3
 //	| lock mode             |  string; format 3 only
 //	| retain until          |  time; format 3 only
-//	| legal hold            |  byte 0 or 1; format 3 only
+//	| legal hold            |  byte 0 or 1; formats 3 and 4
+//	| sse                   |  algorithm, key id, sealed key; format 4
 //	+-----------------------+
 //
 // Bucket, key and upload ID are the pebble key
@@ -28,16 +29,20 @@ package meta
 // will get (Upload.Grants); format 3 adds the Object Lock settings asked
 // for at create. Each upload is written in the lowest format that holds
 // it: one without grants or lock is format 1, byte for byte as before.
+// Format 4 (format 3 plus Upload.SSE) is that of encrypted uploads.
 const (
 	uploadFormat       = 1
 	uploadFormatGrants = 2
 	uploadFormatLock   = 3
+	uploadFormatSSE    = 4
 )
 
 func encodeUpload(u *Upload) []byte {
 	e := encoder{buf: make([]byte, 0, 96)}
 	format := byte(uploadFormat)
 	switch {
+	case u.SSE != nil:
+		format = uploadFormatSSE
 	case u.LockMode != "" || !u.RetainUntil.IsZero() || u.LegalHold || u.LegalHoldSet:
 		format = uploadFormatLock
 	case u.Grants != nil:
@@ -54,7 +59,7 @@ func encodeUpload(u *Upload) []byte {
 	if format >= uploadFormatGrants {
 		e.grants(u.Grants)
 	}
-	if format == uploadFormatLock {
+	if format >= uploadFormatLock {
 		e.str(u.LockMode)
 		e.time(u.RetainUntil)
 		// 0: no legal hold named; 1: ON; 2: OFF, named.
@@ -67,12 +72,15 @@ func encodeUpload(u *Upload) []byte {
 		}
 		e.byte1(hold)
 	}
+	if format == uploadFormatSSE {
+		e.encryption(u.SSE)
+	}
 	return e.buf
 }
 
 func decodeUpload(bucket, key, uploadID string, value []byte) (*Upload, error) {
 	d := decoder{buf: value}
-	format := d.version("upload", uploadFormat, uploadFormatGrants, uploadFormatLock)
+	format := d.version("upload", uploadFormat, uploadFormatGrants, uploadFormatLock, uploadFormatSSE)
 	u := &Upload{Bucket: bucket, Key: key, UploadID: uploadID}
 	u.Version = d.uvarint()
 	u.Initiated = d.time()
@@ -84,7 +92,7 @@ func decodeUpload(bucket, key, uploadID string, value []byte) (*Upload, error) {
 	if format >= uploadFormatGrants {
 		u.Grants = d.grants()
 	}
-	if format == uploadFormatLock {
+	if format >= uploadFormatLock {
 		u.LockMode = d.str()
 		u.RetainUntil = d.time()
 		switch d.byte1() {
@@ -96,6 +104,9 @@ func decodeUpload(bucket, key, uploadID string, value []byte) (*Upload, error) {
 		default:
 			d.fail("legal hold")
 		}
+	}
+	if format == uploadFormatSSE {
+		u.SSE = d.encryption()
 	}
 	if err := d.finish("upload " + uploadID); err != nil {
 		return nil, err

@@ -78,7 +78,33 @@ type Bucket struct {
 	// keys honour the _HLS_ delivery directives (blocking reload, delta
 	// updates; internal/hls). Off by default.
 	LLHLS bool
+
+	// Encryption is the bucket's default encryption
+	// (ServerSideEncryptionConfiguration) as the raw XML the client sent,
+	// nil when unset.
+	Encryption []byte
 }
+
+// Encryption is what an encrypted object's record keeps of its key: the
+// object's data key sealed (package sse), never the key itself nor, for
+// SSE-C, the customer's key.
+type Encryption struct {
+	// Algorithm is how the data key is sealed: SSEAlgorithmS3 (a master
+	// key of the key ring), SSEAlgorithmKMS (a named key of the key
+	// ring) or SSEAlgorithmCustomer (the customer's key).
+	Algorithm string
+	// KeyID names the master key that sealed the data key ("" for SSE-C).
+	KeyID string
+	// SealedKey is the data key sealed under that key.
+	SealedKey []byte
+}
+
+// Encryption algorithms of a record (Encryption.Algorithm).
+const (
+	SSEAlgorithmS3       = "AES256"
+	SSEAlgorithmKMS      = "aws:kms"
+	SSEAlgorithmCustomer = "SSE-C"
+)
 
 // Versioning states of a bucket.
 const (
@@ -141,6 +167,10 @@ type Object struct {
 	// listings need no payload, and copying every one of them made a page
 	// of small objects twice as slow.
 	Inline []byte
+	// SSE, if not nil, says the stored bytes (extents or Inline) are
+	// ciphertext and holds what decrypts them (package sse): Size and the
+	// parts' sizes are then the stored, encrypted sizes.
+	SSE *Encryption
 
 	// Versioned is true for a version with its own version ID, written
 	// while its bucket's versioning was Enabled; false is S3's "null"
@@ -207,6 +237,9 @@ type Upload struct {
 	// LegalHoldSet: the create named a legal hold, ON or OFF (see
 	// Object.LegalHoldSet).
 	LegalHoldSet bool
+	// SSE, if not nil, is the encryption every part is written with; the
+	// completed object takes it.
+	SSE *Encryption
 }
 
 // Part is one uploaded part of a multipart upload. A re-uploaded part

@@ -11,6 +11,7 @@ import (
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/sse"
 )
 
 // TestInlineObjects writes bodies on both sides of InlineMax: the small ones
@@ -112,5 +113,37 @@ func TestInlineObjects(t *testing.T) {
 	}
 	if _, err := read(s, "b", "at-max"); !errors.Is(err, ErrNoSuchKey) {
 		t.Fatalf("deleted inline object: %v", err)
+	}
+}
+
+// TestInlineEncrypted: an encrypted body (its record names an SSE key) of
+// InlineMax bytes of plaintext is stored with its packages' overhead and
+// still lives in its record; one byte of plaintext more does not.
+func TestInlineEncrypted(t *testing.T) {
+	s := openStore(t, memOptions(pvfs.NewMem()))
+	ensureBucket(t, s, "b")
+	max := s.opts.InlineMax
+	for _, c := range []struct {
+		stored int64
+		inline bool
+	}{{sse.EncryptedSize(max), true}, {sse.EncryptedSize(max + 1), false}} {
+		key := fmt.Sprintf("enc-%d", c.stored)
+		obj, err := s.PutObject(context.Background(), PutInput{Bucket: "b", Key: key, Body: bytes.NewReader(value(key, 0, int(c.stored))),
+			Object: &meta.Object{SSE: &meta.Encryption{Algorithm: meta.SSEAlgorithmS3, KeyID: "k", SealedKey: []byte{1}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inline := obj.Inline != nil; inline != c.inline || obj.Size != c.stored {
+			t.Fatalf("%d stored bytes: inline %v, size %d", c.stored, inline, obj.Size)
+		}
+		got, err := s.HeadObject("b", key)
+		if err != nil || got.SSE == nil || got.SSE.KeyID != "k" {
+			t.Fatalf("%s: record read back without its key: %+v %v", key, got, err)
+		}
+	}
+	// A plain body of the same size is not inline.
+	obj, err := s.PutObject(context.Background(), PutInput{Bucket: "b", Key: "plain", Body: bytes.NewReader(value("plain", 0, int(sse.EncryptedSize(max))))})
+	if err != nil || obj.Inline != nil {
+		t.Fatalf("a plain body past InlineMax inline: %v", err)
 	}
 }

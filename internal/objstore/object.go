@@ -12,6 +12,7 @@ import (
 	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/cache"
 	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/sse"
 )
 
 // PutInput describes an object write.
@@ -51,7 +52,7 @@ func (s *Store) PutObject(ctx context.Context, in PutInput) (*meta.Object, error
 	if obj == nil {
 		obj = &meta.Object{}
 	}
-	small, body, err := s.peekSmall(in.Body)
+	small, body, err := s.peekSmall(in.Body, InlineLimit(s.opts.InlineMax, obj))
 	if err != nil {
 		return nil, err
 	}
@@ -91,21 +92,21 @@ func (s *Store) PutObject(ctx context.Context, in PutInput) (*meta.Object, error
 	return obj, nil
 }
 
-// peekSmall reads up to InlineMax+1 bytes of body. If the body ends within
-// InlineMax bytes it returns them as small (not nil, possibly empty);
+// peekSmall reads up to max+1 bytes of body. If the body ends within
+// max bytes it returns them as small (not nil, possibly empty);
 // otherwise it returns a reader of the whole body, the bytes read included.
 // A read error other than the body's end is returned as is (a wrong digest
 // surfaces here for a small body, as it does from Append for a large one).
-func (s *Store) peekSmall(body io.Reader) (small []byte, whole io.Reader, err error) {
-	if s.opts.InlineMax <= 0 {
+func (s *Store) peekSmall(body io.Reader, max int64) (small []byte, whole io.Reader, err error) {
+	if max <= 0 {
 		return nil, body, nil
 	}
-	buf := make([]byte, s.opts.InlineMax+1)
+	buf := make([]byte, max+1)
 	n := 0
 	for n < len(buf) {
 		m, err := body.Read(buf[n:])
 		n += m
-		if err == io.EOF && n <= int(s.opts.InlineMax) {
+		if err == io.EOF && n <= int(max) {
 			return buf[:n:n], nil, nil
 		}
 		if err == io.EOF {
@@ -116,6 +117,17 @@ func (s *Store) peekSmall(body io.Reader) (small []byte, whole io.Reader, err er
 		}
 	}
 	return nil, io.MultiReader(bytes.NewReader(buf[:n]), body), nil
+}
+
+// InlineLimit is the largest stored body of obj kept inline under the
+// setting inlineMax: for an encrypted object (obj.SSE set, its body the
+// ciphertext) inlineMax of plaintext and its packages' overhead, so that
+// encryption does not move a small object out of its record.
+func InlineLimit(inlineMax int64, obj *meta.Object) int64 {
+	if inlineMax <= 0 || obj == nil || obj.SSE == nil {
+		return inlineMax
+	}
+	return sse.EncryptedSize(inlineMax)
 }
 
 // commitObject installs obj under the key lock: it checks the precondition

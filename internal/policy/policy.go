@@ -158,6 +158,7 @@ var conditionKeys = map[string]bool{
 	"s3:x-amz-acl": true, "s3:x-amz-grant-read": true, "s3:x-amz-grant-write": true, "s3:x-amz-grant-read-acp": true,
 	"s3:x-amz-grant-write-acp": true, "s3:x-amz-grant-full-control": true, "s3:x-amz-copy-source": true,
 	"s3:x-amz-metadata-directive": true, "s3:x-amz-storage-class": true, "s3:x-amz-server-side-encryption": true,
+	"s3:x-amz-server-side-encryption-aws-kms-key-id": true, "s3:x-amz-server-side-encryption-customer-algorithm": true,
 	"s3:x-amz-content-sha256": true, "s3:requestobjecttagkeys": true, "s3:versionid": true,
 	"s3:object-lock-mode": true, "s3:object-lock-retain-until-date": true,
 	"s3:object-lock-remaining-retention-days": true, "s3:object-lock-legal-hold": true,

@@ -71,6 +71,13 @@ func (s *Server) getObjectAttributes(rq *request) error {
 	if err != nil {
 		return err
 	}
+	customer, err := parseReadSSE(rq.Header)
+	if err != nil {
+		return err
+	}
+	if obj, _, err = s.headPlain(obj, customer); err != nil {
+		return err
+	}
 	if err := readConditions(rq.Header).check(obj, true); err != nil {
 		return s.objectReadError(rq, obj, err)
 	}

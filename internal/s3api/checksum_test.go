@@ -234,27 +234,24 @@ func TestDefaultChecksum(t *testing.T) {
 	}
 }
 
-// TestEncryptionRefused: b3 does not encrypt at rest, so every request
-// for server-side encryption is NotImplemented and stores nothing.
-func TestEncryptionRefused(t *testing.T) {
+// TestEncryptionWithoutMasterKeys: a server without master keys (a b3
+// node started without --kms-keys) refuses SSE-S3 and SSE-KMS with
+// NotImplemented and stores nothing, while SSE-C, which needs none,
+// works; an SSE-C key whose MD5 does not match is refused.
+func TestEncryptionWithoutMasterKeys(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	c := e.root()
 	e.mustCreateBucket("enc")
 	e.mustPut("enc", "plain", []byte("plain"))
 	key := aws.String("k")
-	sseC := func(in *s3.PutObjectInput) {
-		in.SSECustomerAlgorithm = aws.String("AES256")
-		in.SSECustomerKey = aws.String("MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=")
-		in.SSECustomerKeyMD5 = aws.String("3GvFkB8cQJ/uLyh6w2ZR0Q==")
-	}
+	const customerKey, customerKeyMD5 = "MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=", "KYvwGXoFFJ42a2u2GDWhwQ=="
 	for name, edit := range map[string]func(*s3.PutObjectInput){
 		"AES256": func(in *s3.PutObjectInput) { in.ServerSideEncryption = types.ServerSideEncryptionAes256 },
 		"aws:kms": func(in *s3.PutObjectInput) {
 			in.ServerSideEncryption = types.ServerSideEncryptionAwsKms
 			in.SSEKMSKeyId = aws.String("key")
 		},
-		"SSE-C": sseC,
 	} {
 		in := &s3.PutObjectInput{Bucket: aws.String("enc"), Key: key, Body: strings.NewReader("secret")}
 		edit(in)
@@ -268,12 +265,28 @@ func TestEncryptionRefused(t *testing.T) {
 	_, err = c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("enc"), Key: key, CopySource: aws.String("enc/plain"), ServerSideEncryption: types.ServerSideEncryptionAwsKms})
 	wantCode(t, err, "NotImplemented")
 	e.assertAbsent("enc", "k")
-	// Re-encrypting an object in place: NotImplemented, not "illegal copy".
-	_, err = c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("enc"), Key: aws.String("plain"), CopySource: aws.String("enc/plain"), ServerSideEncryption: types.ServerSideEncryptionAes256})
+	_, err = c.PutBucketEncryption(ctx, &s3.PutBucketEncryptionInput{Bucket: aws.String("enc"), ServerSideEncryptionConfiguration: &types.ServerSideEncryptionConfiguration{
+		Rules: []types.ServerSideEncryptionRule{{ApplyServerSideEncryptionByDefault: &types.ServerSideEncryptionByDefault{SSEAlgorithm: types.ServerSideEncryptionAes256}}}}})
 	wantCode(t, err, "NotImplemented")
-	_, err = c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("enc"), Key: aws.String("plain"), CopySource: aws.String("enc/plain"),
-		CopySourceSSECustomerAlgorithm: aws.String("AES256"), CopySourceSSECustomerKey: aws.String("MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="), CopySourceSSECustomerKeyMD5: aws.String("3GvFkB8cQJ/uLyh6w2ZR0Q==")})
-	wantCode(t, err, "NotImplemented")
+
+	sseC := &s3.PutObjectInput{Bucket: aws.String("enc"), Key: key, Body: strings.NewReader("secret"),
+		SSECustomerAlgorithm: aws.String("AES256"), SSECustomerKey: aws.String(customerKey), SSECustomerKeyMD5: aws.String("3GvFkB8cQJ/uLyh6w2ZR0Q==")}
+	_, err = c.PutObject(ctx, sseC)
+	wantCode(t, err, "InvalidArgument")
+	e.assertAbsent("enc", "k")
+	sseC.Body, sseC.SSECustomerKeyMD5 = strings.NewReader("secret"), aws.String(customerKeyMD5)
+	if _, err := c.PutObject(ctx, sseC); err != nil {
+		t.Fatalf("SSE-C PUT: %v", err)
+	}
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("enc"), Key: key,
+		SSECustomerAlgorithm: aws.String("AES256"), SSECustomerKey: aws.String(customerKey), SSECustomerKeyMD5: aws.String(customerKeyMD5)})
+	if err != nil {
+		t.Fatalf("SSE-C GET: %v", err)
+	}
+	defer out.Body.Close()
+	if got, err := io.ReadAll(out.Body); err != nil || string(got) != "secret" {
+		t.Fatalf("SSE-C GET: %q %v", got, err)
+	}
 	if !bytes.Equal(e.mustGet("enc", "plain"), []byte("plain")) {
 		t.Fatal("source changed")
 	}

@@ -82,13 +82,20 @@ func (s *Server) openCopySource(rq *request, rng func(*meta.Object) (int64, int6
 		}
 		return rng(obj)
 	}
-	var obj *meta.Object
-	var body io.ReadCloser
-	if versionID == "" {
-		obj, body, err = s.store.OpenObject(rq.Context(), bucket, key, check)
-	} else {
-		obj, body, err = s.store.OpenVersion(rq.Context(), bucket, key, versionID, check)
+	// The source is read as GetObject reads it: decrypted, with its SSE-C
+	// key from the x-amz-copy-source-server-side-encryption-customer-*
+	// headers; the copy is encrypted as the request and the destination
+	// bucket say (the source's encryption does not carry over, as in S3).
+	customer, err := parseCustomerKey(rq.Header, copySourcePrefix)
+	if err != nil {
+		return nil, nil, err
 	}
+	obj, body, _, err := s.openPlain(customer, func(rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error) {
+		if versionID == "" {
+			return s.store.OpenObject(rq.Context(), bucket, key, rng)
+		}
+		return s.store.OpenVersion(rq.Context(), bucket, key, versionID, rng)
+	}, check)
 	if errors.Is(err, objstore.ErrDeleteMarker) {
 		return nil, nil, errInvalidRequest.withMessage("The source of a copy request may not specifically refer to a delete marker by version id.")
 	}
@@ -151,8 +158,16 @@ func (s *Server) copyObject(rq *request) error {
 	}
 	algName := rq.Header.Get(checksum.HeaderAlgorithm)
 	if srcBucket == rq.bucket && srcKey == rq.key && srcVersion == "" && directive != "REPLACE" && algName == "" &&
-		rq.Header.Get("x-amz-storage-class") == "" && tagDirective != "REPLACE" {
+		rq.Header.Get("x-amz-storage-class") == "" && tagDirective != "REPLACE" &&
+		rq.Header.Get(hdrSSE) == "" && rq.Header.Get(hdrSSECAlgorithm) == "" &&
+		rq.Header.Get(copySourcePrefix+strings.TrimPrefix(hdrSSECAlgorithm, "x-amz-")) == "" {
+		// A copy that names an SSE-C key for its source decrypts it in
+		// place (the copy is plain unless it asks for encryption).
 		return errInvalidCopyDest
+	}
+	sealed, err := s.newSealedObject(rq, rq.Header, rq.bucketRec, rq.key)
+	if err != nil {
+		return err
 	}
 	srcObj, body, err := s.openCopySource(rq, objstore.WholeObject)
 	if err != nil {
@@ -197,12 +212,17 @@ func (s *Server) copyObject(rq *request) error {
 	}
 	defer release()
 	cr := checksum.NewReader(body, checksum.Expected{}, alg)
+	stream, err := sealed.encrypt(&uploadBody{src: cr, want: srcObj.Size}, 0)
+	if err != nil {
+		return err
+	}
+	obj.SSE = sealed.record()
 	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
-		Body:   &uploadBody{src: cr, want: srcObj.Size},
+		Body:   stream,
 		Object: obj,
 		Finish: func(o *meta.Object) error {
-			o.ETag = cr.ETag()
+			o.ETag = sealed.etag(cr.ETag())
 			if c, ok := cr.Checksum(alg); ok {
 				o.ChecksumAlgorithm, o.Checksum, o.ChecksumType = alg.String(), c.Base64(), checksum.FullObject.String()
 			}
@@ -215,6 +235,9 @@ func (s *Server) copyObject(rq *request) error {
 	}
 	s.playlistStored(rq)
 	s.writeNewVersionHeader(rq.w.Header(), stored)
+	if sealed != nil {
+		writeSSEHeaders(rq.w.Header(), sealed.rec, sealed.customerMD5)
+	}
 	res := copyObjectResult{Xmlns: s3Namespace, LastModified: isoTime(stored.Modified), ETag: quoteETag(stored.ETag),
 		Checksum: xmlChecksum{alg, stored.Checksum}}
 	if stored.Checksum != "" {
@@ -237,11 +260,12 @@ func (s *Server) uploadPartCopy(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if err := refuseEncryption(rq.Header); err != nil {
-		return err
-	}
 	uploadID := rq.query.Get("uploadId")
 	up, err := s.store.GetUpload(rq.bucket, rq.key, uploadID)
+	if err != nil {
+		return err
+	}
+	sealed, err := s.partKey(rq, up)
 	if err != nil {
 		return err
 	}
@@ -270,8 +294,12 @@ func (s *Server) uploadPartCopy(rq *request) error {
 	defer release()
 	alg := partAlgorithm(up)
 	cr := checksum.NewReader(body, checksum.Expected{}, alg)
-	part, err := s.store.PutPart(rq.Context(), rq.bucket, rq.key, uploadID, number, &uploadBody{src: cr, want: length}, func(p *meta.Part) error {
-		p.ETag = cr.ETag()
+	stream, err := sealed.encrypt(&uploadBody{src: cr, want: length}, number)
+	if err != nil {
+		return err
+	}
+	part, err := s.store.PutPart(rq.Context(), rq.bucket, rq.key, uploadID, number, stream, func(p *meta.Part) error {
+		p.ETag = sealed.etag(cr.ETag())
 		if c, ok := cr.Checksum(alg); ok {
 			p.Checksum = c.Base64()
 		}
@@ -279,6 +307,9 @@ func (s *Server) uploadPartCopy(rq *request) error {
 	})
 	if err != nil {
 		return err
+	}
+	if sealed != nil {
+		writeSSEHeaders(rq.w.Header(), sealed.rec, sealed.customerMD5)
 	}
 	return writeXML(rq, copyPartResult{Xmlns: s3Namespace, LastModified: isoTime(part.Modified), ETag: quoteETag(part.ETag),
 		Checksum: xmlChecksum{alg, part.Checksum}})

@@ -66,9 +66,12 @@
 //     with _HLS_msn is held until a write of that key reaches it, and
 //     every write of a playlist wakes exactly the held requests it
 //     reaches, before the write is answered (llhls.go, package hls).
+//   - Server-side encryption (SSE-S3, SSE-KMS, SSE-C, bucket defaults)
+//     happens here, through package sse: a body is encrypted before it
+//     reaches the Backend and a read decrypts only the packages of its
+//     range, so the store, its cache and a cluster's replication see
+//     ciphertext only (encryption.go; key rotation: rotate.go;
+//     docs/ENCRYPTION.md).
 //
-// What it does not do: object versioning (buckets report unversioned),
-// server-side encryption (requests for it answer
-// NotImplemented: encryption.go), and the sub-resources listed in
-// route.go.
+// What it does not do: the sub-resources listed in route.go.
 package s3api

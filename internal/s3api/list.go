@@ -107,7 +107,7 @@ func (s *Server) listPage(rq *request, p listParams, startAfter string) (*meta.L
 func (s *Server) renderObjects(res *meta.ListResult, p listParams, withOwner bool) ([]xmlObject, []xmlPrefix) {
 	objects := make([]xmlObject, 0, len(res.Objects))
 	for _, o := range res.Objects {
-		x := xmlObject{Key: p.encode(o.Key), LastModified: isoTime(o.Modified), ETag: quoteETag(o.ETag), Size: o.Size, StorageClass: "STANDARD",
+		x := xmlObject{Key: p.encode(o.Key), LastModified: isoTime(o.Modified), ETag: quoteETag(o.ETag), Size: viewSize(o), StorageClass: "STANDARD",
 			ChecksumAlgorithm: o.ChecksumAlgorithm, ChecksumType: o.ChecksumType}
 		if withOwner {
 			x.Owner = s.owner(o.Owner)

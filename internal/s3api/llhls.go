@@ -161,7 +161,13 @@ func (s *Server) ReleaseHeld() {
 // it answers. Its conditional headers are evaluated on the version it
 // answers with (writePlaylist), not on one it waits past.
 func (s *Server) readPlaylist(rq *request) (*meta.Object, []byte, error) {
-	obj, body, err := s.store.OpenObject(rq.Context(), rq.bucket, rq.key, s.judgedRange(rq, wholePlaylist))
+	customer, err := parseReadSSE(rq.Header)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, body, _, err := s.openPlain(customer, func(rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error) {
+		return s.store.OpenObject(rq.Context(), rq.bucket, rq.key, s.judgedRange(rq, rng))
+	}, wholePlaylist)
 	if err != nil {
 		return obj, nil, err
 	}
@@ -258,7 +264,11 @@ func (s *Server) playlistStored(rq *request) {
 	if !isPlaylistKey(rq.key) || !origin && !s.playlists.Waiting(name) {
 		return
 	}
-	obj, body, err := s.store.OpenObject(uploadContext(rq), rq.bucket, rq.key, wholePlaylist)
+	// An SSE-C playlist cannot be read back here (no key): its waiters
+	// time out as for a playlist never written.
+	obj, body, _, err := s.openPlain(sseSpec{}, func(rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error) {
+		return s.store.OpenObject(uploadContext(rq), rq.bucket, rq.key, rng)
+	}, wholePlaylist)
 	if err != nil {
 		s.log.Debug("playlist written, not read back", "bucket", rq.bucket, "key", rq.key, "err", err)
 		return

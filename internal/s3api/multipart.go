@@ -34,7 +34,11 @@ func (s *Server) createUpload(rq *request) error {
 	if err != nil {
 		return err
 	}
-	up := &meta.Upload{Bucket: rq.bucket, Key: rq.key, Owner: obj.Owner, Tags: obj.Tags, Grants: obj.Grants}
+	sealed, err := s.newSealedObject(rq, rq.Header, rq.bucketRec, rq.key)
+	if err != nil {
+		return err
+	}
+	up := &meta.Upload{Bucket: rq.bucket, Key: rq.key, Owner: obj.Owner, Tags: obj.Tags, Grants: obj.Grants, SSE: sealed.record()}
 	// A lock asked for here is checked now and kept in the upload for the
 	// completed object; without one, the object gets the bucket's default
 	// retention when it completes (its creation).
@@ -71,6 +75,9 @@ func (s *Server) createUpload(rq *request) error {
 		rq.w.Header().Set(checksum.HeaderAlgorithm, up.ChecksumAlgorithm)
 		rq.w.Header().Set(checksum.HeaderType, up.ChecksumType)
 	}
+	if sealed != nil {
+		writeSSEHeaders(rq.w.Header(), sealed.rec, sealed.customerMD5)
+	}
 	return writeXML(rq, initiateMultipartUploadResult{Xmlns: s3Namespace, Bucket: rq.bucket, Key: rq.key, UploadID: up.UploadID})
 }
 
@@ -104,11 +111,12 @@ func (s *Server) uploadPart(rq *request) error {
 		return err
 	}
 	defer release()
-	if err := refuseEncryption(rq.Header); err != nil {
-		return err
-	}
 	uploadID := rq.query.Get("uploadId")
 	up, err := s.store.GetUpload(rq.bucket, rq.key, uploadID)
+	if err != nil {
+		return err
+	}
+	sealed, err := s.partKey(rq, up)
 	if err != nil {
 		return err
 	}
@@ -122,11 +130,15 @@ func (s *Server) uploadPart(rq *request) error {
 	}
 	partAlg := partAlgorithm(up)
 	cr := checksum.NewReader(body, exp, partAlg)
-	part, err := s.store.PutPart(uploadContext(rq), rq.bucket, rq.key, uploadID, number, &uploadBody{src: cr, want: rq.contentLength}, func(p *meta.Part) error {
+	stream, err := sealed.encrypt(&uploadBody{src: cr, want: rq.contentLength}, number)
+	if err != nil {
+		return err
+	}
+	part, err := s.store.PutPart(uploadContext(rq), rq.bucket, rq.key, uploadID, number, stream, func(p *meta.Part) error {
 		if !cr.Done() {
 			return errIncompleteBody
 		}
-		p.ETag = cr.ETag()
+		p.ETag = sealed.etag(cr.ETag())
 		if c, ok := cr.Checksum(partAlg); ok {
 			p.Checksum = c.Base64()
 		}
@@ -137,6 +149,9 @@ func (s *Server) uploadPart(rq *request) error {
 	}
 	h := rq.w.Header()
 	h.Set("ETag", quoteETag(part.ETag))
+	if sealed != nil {
+		writeSSEHeaders(h, sealed.rec, sealed.customerMD5)
+	}
 	if c := cr.Requested(); !c.IsZero() {
 		h.Set(c.Algorithm.HeaderName(), c.Base64())
 	} else if part.Checksum != "" {
@@ -245,8 +260,8 @@ func (s *Server) completeUpload(rq *request) error {
 		if err != nil {
 			return nil, err
 		}
-		if wantSize >= 0 && wantSize != objectSize(parts) {
-			return nil, errInvalidRequest.withMessage("The provided 'x-amz-mp-object-size' header value %d does not match what was computed: %d", wantSize, objectSize(parts))
+		if wantSize >= 0 && wantSize != objectSize(up, parts) {
+			return nil, errInvalidRequest.withMessage("The provided 'x-amz-mp-object-size' header value %d does not match what was computed: %d", wantSize, objectSize(up, parts))
 		}
 		alg, _ = checksum.ParseAlgorithm(obj.ChecksumAlgorithm)
 		typ, _ := checksum.ParseType(obj.ChecksumType)
@@ -268,6 +283,7 @@ func (s *Server) completeUpload(rq *request) error {
 	}
 	s.playlistStored(rq)
 	s.writeNewVersionHeader(rq.w.Header(), obj)
+	writeSSEHeaders(rq.w.Header(), obj.SSE, "")
 	res := completeMultipartUploadResult{Xmlns: s3Namespace, Location: "/" + rq.bucket + "/" + rq.key, Bucket: rq.bucket, Key: rq.key, ETag: quoteETag(obj.ETag),
 		Checksum: xmlChecksum{alg, obj.Checksum}, ChecksumType: obj.ChecksumType}
 	return writeXML(rq, res)
@@ -299,12 +315,37 @@ func (s *Server) completedEarlier(rq *request, listed []completePart) *meta.Obje
 	return obj
 }
 
-func objectSize(parts []*meta.Part) int64 {
+// objectSize is the (plaintext) size of the object the parts make.
+func objectSize(up *meta.Upload, parts []*meta.Part) int64 {
 	var n int64
 	for _, p := range parts {
-		n += p.Size
+		n += partSize(up, p)
 	}
 	return n
+}
+
+// partSize is the plaintext size of a part of up (its stored size is
+// larger if the upload is encrypted).
+func partSize(up *meta.Upload, p *meta.Part) int64 {
+	if up.SSE == nil {
+		return p.Size
+	}
+	return plainSize(p.Size)
+}
+
+// partKey opens the data key a part of up is encrypted with (nil for a
+// plain upload): an SSE-C upload needs its key on every UploadPart and
+// UploadPartCopy, as in S3.
+func (s *Server) partKey(rq *request, up *meta.Upload) (*sealedObject, error) {
+	customer, err := parseCustomerKey(rq.Header, "")
+	if err != nil {
+		return nil, err
+	}
+	so, err := s.openDataKey(up.SSE, up.Bucket, up.Key, customer)
+	if err != nil || up.SSE == nil {
+		return nil, err
+	}
+	return &so, nil
 }
 
 // objectOfParts builds the object record of a completed upload from its
@@ -315,7 +356,7 @@ func objectSize(parts []*meta.Part) int64 {
 func (s *Server) objectOfParts(up *meta.Upload, parts []*meta.Part, listed []completePart) (*meta.Object, error) {
 	uploadAlg, _ := checksum.ParseAlgorithm(up.ChecksumAlgorithm)
 	partAlg := partAlgorithm(up)
-	obj := &meta.Object{Owner: up.Owner, Tags: up.Tags, Grants: up.Grants}
+	obj := &meta.Object{Owner: up.Owner, Tags: up.Tags, Grants: up.Grants, SSE: up.SSE}
 	attrsOfUpload(up).toObject(obj)
 	md5s := make([][]byte, len(parts))
 	var sums [][]byte
@@ -325,10 +366,10 @@ func (s *Server) objectOfParts(up *meta.Upload, parts []*meta.Part, listed []com
 		if part == nil || unquoteETag(want.ETag) != unquoteETag(part.ETag) {
 			return nil, errInvalidPart
 		}
-		if i < len(parts)-1 && part.Size < s.cfg.MinPartSize {
+		if i < len(parts)-1 && partSize(up, part) < s.cfg.MinPartSize {
 			e := *errEntityTooSmall
 			e.Extra = []xmlElement{
-				{XMLName: xmlName("ProposedSize"), Value: strconv.FormatInt(part.Size, 10)},
+				{XMLName: xmlName("ProposedSize"), Value: strconv.FormatInt(partSize(up, part), 10)},
 				{XMLName: xmlName("MinSizeAllowed"), Value: strconv.FormatInt(s.cfg.MinPartSize, 10)},
 				{XMLName: xmlName("PartNumber"), Value: strconv.Itoa(part.Number)},
 				{XMLName: xmlName("ETag"), Value: quoteETag(part.ETag)},
@@ -348,7 +389,7 @@ func (s *Server) objectOfParts(up *meta.Upload, parts []*meta.Part, listed []com
 		switch {
 		case err == nil:
 			sums = append(sums, raw)
-			crcParts = append(crcParts, checksum.Part{Sum: raw, Size: part.Size})
+			crcParts = append(crcParts, checksum.Part{Sum: raw, Size: partSize(up, part)})
 		case uploadAlg != checksum.None:
 			return nil, errInvalidPart.withMessage("Part %d was uploaded without its %s checksum.", part.Number, uploadAlg)
 		}
@@ -448,7 +489,7 @@ func (s *Server) listParts(rq *request) error {
 		MaxParts: maxParts, IsTruncated: truncated, Initiator: s.owner(up.Owner), Owner: s.owner(up.Owner), StorageClass: "STANDARD",
 		ChecksumAlgorithm: up.ChecksumAlgorithm, ChecksumType: up.ChecksumType, Parts: []xmlPart{}}
 	for _, p := range parts {
-		res.Parts = append(res.Parts, xmlPart{PartNumber: p.Number, LastModified: isoTime(p.Modified), ETag: quoteETag(p.ETag), Size: p.Size,
+		res.Parts = append(res.Parts, xmlPart{PartNumber: p.Number, LastModified: isoTime(p.Modified), ETag: quoteETag(p.ETag), Size: partSize(up, p),
 			Checksum: xmlChecksum{alg, p.Checksum}})
 		res.NextPartNumberMarker = p.Number
 	}

@@ -1,8 +1,10 @@
 package s3api
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"github.com/b3-storage/b3/internal/checksum"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/sse"
 )
 
 var (
@@ -58,7 +61,8 @@ func uploadContext(rq *request) context.Context { return context.WithoutCancel(r
 // An upload without a checksum gets the default one (a FULL_OBJECT
 // CRC64NVME), computed in the same pass, as S3 does.
 func (s *Server) putObject(rq *request) error {
-	if err := refuseEncryption(rq.Header); err != nil {
+	sealed, err := s.newSealedObject(rq, rq.Header, rq.bucketRec, rq.key)
+	if err != nil {
 		return err
 	}
 	body, release, err := s.admitUpload(rq)
@@ -83,18 +87,28 @@ func (s *Server) putObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	live := s.beginUpload(rq, obj)
+	// Parts and playlists of an LL-HLS bucket are read while they arrive
+	// (llhls.go); not an encrypted one's: its readers need its key.
+	var live *llUpload
+	if sealed == nil {
+		live = s.beginUpload(rq, obj)
+	}
 	defer live.end(errUploadAbandoned) // a panic: readers fail, never see an end
 	cr := checksum.NewReader(live.tee(body), exp, exp.Stored())
+	stream, err := sealed.encrypt(&uploadBody{src: cr, want: rq.contentLength}, 0)
+	if err != nil {
+		return err
+	}
+	obj.SSE = sealed.record()
 	stored, err := s.store.PutObject(uploadContext(rq), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
-		Body:   &uploadBody{src: cr, want: rq.contentLength},
+		Body:   stream,
 		Object: obj,
 		Finish: func(o *meta.Object) error {
 			if !cr.Done() {
 				return errIncompleteBody
 			}
-			o.ETag = cr.ETag()
+			o.ETag = sealed.etag(cr.ETag())
 			if c := cr.Stored(); !c.IsZero() {
 				o.ChecksumAlgorithm, o.Checksum, o.ChecksumType = c.Algorithm.String(), c.Base64(), checksum.FullObject.String()
 			}
@@ -109,6 +123,9 @@ func (s *Server) putObject(rq *request) error {
 	}
 	s.playlistStored(rq)
 	s.writeStoredHeaders(rq, stored)
+	if sealed != nil {
+		writeSSEHeaders(rq.w.Header(), sealed.rec, sealed.customerMD5)
+	}
 	return writeEmpty(rq, http.StatusOK)
 }
 
@@ -139,9 +156,6 @@ func (s *Server) objectFromHeaders(rq *request, taggingApplies bool) (*meta.Obje
 	}
 	grants, owner, err := s.objectACL(rq.Header, rq.bucketRec, rq.accessKey)
 	if err != nil {
-		return nil, err
-	}
-	if err := refuseEncryption(rq.Header); err != nil {
 		return nil, err
 	}
 	if err := s.authorizeACLAndTags(rq, aclHeadersGiven(rq.Header), taggingApplies && len(tags) > 0); err != nil {
@@ -223,18 +237,22 @@ func (s *Server) getObject(rq *request) error {
 			return err
 		}
 	}
-	var obj *meta.Object
-	var body io.ReadCloser
-	if versionID == "" {
-		obj, body, err = s.store.OpenObject(rq.Context(), rq.bucket, rq.key, s.judgedRange(rq, objectRange(rq, &chosen, &partial)))
-	} else {
-		obj, body, err = s.store.OpenVersion(rq.Context(), rq.bucket, rq.key, versionID, objectRange(rq, &chosen, &partial))
+	customer, err := parseReadSSE(rq.Header)
+	if err != nil {
+		return err
 	}
+	open := func(rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error) {
+		if versionID == "" {
+			return s.store.OpenObject(rq.Context(), rq.bucket, rq.key, s.judgedRange(rq, rng))
+		}
+		return s.store.OpenVersion(rq.Context(), rq.bucket, rq.key, versionID, rng)
+	}
+	obj, body, so, err := s.openPlain(customer, open, objectRange(rq, &chosen, &partial))
 	if err != nil && versionID == "" && partsApply(rq) && missingObject(err) && !rq.query.Has("partNumber") {
 		// Perhaps a part a playlist's preload hint names (llhls.go).
 		var stored bool
 		if stored, err = s.getHintedPart(rq, err); stored {
-			obj, body, err = s.store.OpenObject(rq.Context(), rq.bucket, rq.key, s.judgedRange(rq, objectRange(rq, &chosen, &partial)))
+			obj, body, so, err = s.openPlain(customer, open, objectRange(rq, &chosen, &partial))
 		} else if err == nil {
 			return nil
 		}
@@ -243,15 +261,27 @@ func (s *Server) getObject(rq *request) error {
 		return s.objectReadError(rq, obj, s.deleteMarkerError(rq, versionID, err))
 	}
 	defer body.Close()
+	var stream io.Reader = body
+	if obj.SSE != nil {
+		// Decrypt the first package before the headers go out: ciphertext
+		// that does not authenticate there is an error answer, not a 200
+		// cut short (later packages can only cut the body).
+		buffered := bufio.NewReaderSize(body, int(min(sse.ChunkSize, chosen.n+1)))
+		if _, err := buffered.Peek(1); err != nil && err != io.EOF {
+			return fmt.Errorf("read %s/%s: %w", rq.bucket, rq.key, err)
+		}
+		stream = buffered
+	}
 	if err := s.writeReadHeaders(rq, obj, chosen, partial); err != nil {
 		return err
 	}
+	writeSSEHeaders(rq.w.Header(), obj.SSE, so.customerMD5)
 	status := http.StatusOK
 	if partial {
 		status = http.StatusPartialContent
 	}
 	rq.w.WriteHeader(status)
-	if _, err := io.Copy(rq.w, body); err != nil {
+	if _, err := io.Copy(rq.w, stream); err != nil {
 		// Headers are out: the client will see a short body. writeError
 		// aborts the connection so it cannot mistake it for the object.
 		return err
@@ -274,6 +304,13 @@ func (s *Server) headObject(rq *request) error {
 	} else if obj, err = s.store.HeadVersion(rq.bucket, rq.key, versionID); err == nil && obj.DeleteMarker {
 		err = objstore.ErrDeleteMarker
 	}
+	var so sealedObject
+	if err == nil {
+		var customer sseSpec
+		if customer, err = parseReadSSE(rq.Header); err == nil {
+			obj, so, err = s.headPlain(obj, customer)
+		}
+	}
 	if err == nil {
 		_, _, err = objectRange(rq, &chosen, &partial)(obj)
 	}
@@ -283,6 +320,7 @@ func (s *Server) headObject(rq *request) error {
 	if err := s.writeReadHeaders(rq, obj, chosen, partial); err != nil {
 		return err
 	}
+	writeSSEHeaders(rq.w.Header(), obj.SSE, so.customerMD5)
 	if partial {
 		rq.w.WriteHeader(http.StatusPartialContent)
 	} else {

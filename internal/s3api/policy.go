@@ -52,6 +52,9 @@ var actions = map[string]string{
 	"GetObjectLockConfiguration":      "s3:GetBucketObjectLockConfiguration",
 	"PutObjectLockConfiguration":      "s3:PutBucketObjectLockConfiguration",
 	"ListBuckets":                     "s3:ListAllMyBuckets",
+	"GetBucketEncryption":             "s3:GetEncryptionConfiguration",
+	"PutBucketEncryption":             "s3:PutEncryptionConfiguration",
+	"DeleteBucketEncryption":          "s3:PutEncryptionConfiguration",
 }
 
 // aclNeeds maps operations to the ACL grant that allows them; others
@@ -283,7 +286,8 @@ func (s *Server) conditionContext(rq *request, b *meta.Bucket, key, action, vers
 	wh := writeHeader(rq)
 	for _, h := range []string{"x-amz-acl", "x-amz-grant-read", "x-amz-grant-write", "x-amz-grant-read-acp",
 		"x-amz-grant-write-acp", "x-amz-grant-full-control", "x-amz-copy-source", "x-amz-metadata-directive",
-		"x-amz-storage-class", "x-amz-server-side-encryption", "x-amz-content-sha256"} {
+		"x-amz-storage-class", "x-amz-server-side-encryption", "x-amz-content-sha256",
+		hdrSSEKMSKeyID, hdrSSECAlgorithm} {
 		if v := wh.Get(h); v != "" {
 			set("s3:"+h, v)
 		}

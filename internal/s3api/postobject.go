@@ -118,6 +118,11 @@ func (s *Server) postObject(rq *request) error {
 		return err
 	}
 	lock.applyTo(obj)
+	sealed, err := s.newSealedObject(rq, h, rq.bucketRec, rq.key)
+	if err != nil {
+		return err
+	}
+	obj.SSE = sealed.record()
 	limited := &boundedBody{src: file.body, max: s.cfg.MaxObjectSize, tooLarge: errEntityTooLarge}
 	if policy.MaxLength >= 0 && policy.MaxLength < limited.max {
 		limited.max, limited.tooLarge = policy.MaxLength, policy.CheckLength(policy.MaxLength+1)
@@ -134,18 +139,22 @@ func (s *Server) postObject(rq *request) error {
 	}
 	limited.space = space
 	cr := checksum.NewReader(limited, exp, exp.Stored())
+	stream, err := sealed.encrypt(&uploadBody{src: cr, want: -1}, 0)
+	if err != nil {
+		return err
+	}
 	stored, err := s.store.PutObject(rq.Context(), objstore.PutInput{
 		Bucket: rq.bucket, Key: rq.key,
-		Body:   &uploadBody{src: cr, want: -1},
+		Body:   stream,
 		Object: obj,
 		Finish: func(o *meta.Object) error {
 			if !cr.Done() {
 				return errIncompleteBody
 			}
-			if err := policy.CheckLength(o.Size); err != nil {
+			if err := policy.CheckLength(viewSize(o)); err != nil {
 				return err
 			}
-			o.ETag = cr.ETag()
+			o.ETag = sealed.etag(cr.ETag())
 			if c := cr.Stored(); !c.IsZero() {
 				o.ChecksumAlgorithm, o.Checksum, o.ChecksumType = c.Algorithm.String(), c.Base64(), checksum.FullObject.String()
 			}
@@ -156,6 +165,9 @@ func (s *Server) postObject(rq *request) error {
 		return err
 	}
 	s.playlistStored(rq)
+	if sealed != nil {
+		writeSSEHeaders(rq.w.Header(), sealed.rec, sealed.customerMD5)
+	}
 	// ETag, checksum and version as PutObject answers them, on every
 	// answer (204, 200, 201 and the redirect).
 	s.writeStoredHeaders(rq, stored)

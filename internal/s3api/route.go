@@ -38,7 +38,7 @@ type operation struct {
 // request naming one gets NotImplemented rather than being mistaken for a
 // plain GET or PUT of the bucket or object.
 var unsupported = []string{
-	"accelerate", "analytics", "encryption", "intelligent-tiering", "inventory",
+	"accelerate", "analytics", "intelligent-tiering", "inventory",
 	"logging", "metrics", "notification", "replication", "requestPayment",
 	"website", "torrent", "restore", "select", "metadataTable", "session",
 }
@@ -156,6 +156,8 @@ func routeBucket(rq *request) *operation {
 			return &opGetBucketLocation
 		case q.Has("cors"):
 			return &opGetBucketCORS
+		case q.Has("encryption"):
+			return &opGetBucketEncryption
 		case q.Has("tagging"):
 			return &opGetBucketTagging
 		case q.Has("lifecycle"):
@@ -190,6 +192,8 @@ func routeBucket(rq *request) *operation {
 		switch {
 		case q.Has("cors"):
 			return &opPutBucketCORS
+		case q.Has("encryption"):
+			return &opPutBucketEncryption
 		case q.Has("tagging"):
 			return &opPutBucketTagging
 		case q.Has("lifecycle"):
@@ -212,6 +216,8 @@ func routeBucket(rq *request) *operation {
 		switch {
 		case q.Has("cors"):
 			return &opDeleteBucketCORS
+		case q.Has("encryption"):
+			return &opDeleteBucketEncryption
 		case q.Has("tagging"):
 			return &opDeleteBucketTagging
 		case q.Has("lifecycle"):

@@ -25,6 +25,7 @@ import (
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/policy"
 	"github.com/b3-storage/b3/internal/s3auth"
+	"github.com/b3-storage/b3/internal/sse"
 )
 
 // User is one principal: an access key, its secret and a display name.
@@ -74,6 +75,9 @@ type Config struct {
 	// for request skew and presign expiry.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Keys are the master keys of SSE-S3 and SSE-KMS (package sse); nil
+	// refuses those with NotImplemented (SSE-C needs none).
+	Keys *sse.KeyRing
 	// Directory, if set, is the user set in place of Users, and may change
 	// while the server runs.
 	Directory *UserDirectory
@@ -146,6 +150,11 @@ type Server struct {
 	policies docCache[*policy.Policy]
 	cors     docCache[*corsConfiguration]
 	versions *versionCodec
+
+	// rotationMu guards rotation, the key rotation job's status
+	// (rotate.go).
+	rotationMu sync.Mutex
+	rotation   sse.RotationStatus
 }
 
 // New returns a Server answering for store.

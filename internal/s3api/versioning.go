@@ -183,7 +183,7 @@ func (s *Server) listObjectVersions(rq *request) error {
 		if v.DeleteMarker {
 			x.XMLName.Local = "DeleteMarker"
 		} else {
-			size := v.Size
+			size := viewSize(v)
 			x.ETag, x.Size, x.StorageClass = quoteETag(v.ETag), &size, "STANDARD"
 			x.ChecksumAlgorithm, x.ChecksumType = v.ChecksumAlgorithm, v.ChecksumType
 		}

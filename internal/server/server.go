@@ -22,6 +22,7 @@ import (
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/s3api"
+	"github.com/b3-storage/b3/internal/sse"
 	"github.com/b3-storage/b3/internal/tlsreload"
 	"github.com/b3-storage/b3/internal/vfs"
 )
@@ -56,6 +57,9 @@ type Config struct {
 	// NewBuckets are the access settings of new buckets
 	// (s3api.Config.NewBuckets; the zero value is AWS's defaults).
 	NewBuckets s3api.BucketDefaults
+	// Keys are the master keys of SSE-S3 and SSE-KMS (package sse); nil:
+	// those of Root/kms-keys, generated on first start.
+	Keys *sse.KeyRing
 
 	// AdminAddress is the admin listener (API, /metrics, health, pprof);
 	// "" disables it. AdminToken is its bearer token (default: generated
@@ -287,9 +291,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	keys := cfg.Keys
+	if keys == nil {
+		if keys, err = LoadOrCreateKeyRing(cfg.Root); err != nil {
+			return err
+		}
+	}
 	api := s3api.New(store, s3api.Config{Region: cfg.Region, Regions: cfg.Regions, Domains: cfg.Domains, Directory: users.dir,
 		MediaHeaders: cfg.MediaHeaders, MaxRetention: cfg.MaxRetention, NewBuckets: cfg.NewBuckets, Logger: cfg.Logger, Observe: observe, VersionKey: versionKey,
-		AuthLimiter: authlimit.New(cfg.authLimits())})
+		AuthLimiter: authlimit.New(cfg.authLimits()), Keys: keys})
 	admin.RegisterLLHLS(registry, api.LLHLSCounts)
 
 	var ready atomic.Bool
@@ -297,7 +307,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	defer cancelPasses()
 	adminAPI, err := admin.New(admin.Config{Store: store, Limiter: limiter, Users: users, Token: adminToken, MetricsToken: cfg.MetricsToken,
 		Registry: registry, Ready: ready.Load, Logger: cfg.Logger, Context: passCtx,
-		Overrides: overrides, Configured: configured})
+		Overrides: overrides, Configured: configured, KMS: api})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/cache"
 	"github.com/b3-storage/b3/internal/meta"
+	"github.com/b3-storage/b3/internal/sse"
 )
 
 // Setting is one configuration item. Each has three spellings, highest
@@ -131,6 +132,12 @@ func Settings() []Setting {
 			}
 			return minLen("the root secret key in "+v, c.SecretKey)
 		}},
+		{"kms-keys", "", "master keys of SSE-S3 and SSE-KMS, name:base64key[,...] (32-byte keys; the first is the default, SSE-KMS names any); prefer B3_KMS_KEYS or --kms-keys-file: a flag is visible in the process list (b3 server's default: generated into <data>/kms-keys; docs/ENCRYPTION.md)", func(c *Config, _ *Output, v string) error {
+			return setKeys(c, v, sse.ParseKeyRing)
+		}},
+		{"kms-keys-file", "", "file holding the master keys, one name:base64key a line, instead of --kms-keys", func(c *Config, _ *Output, v string) error {
+			return setKeys(c, v, sse.LoadKeyRing)
+		}},
 		{"users", "", "extra users, name:accesskey:secret[,...] (not persisted)", func(c *Config, _ *Output, v string) error {
 			users, err := ParseUsers(v)
 			c.Users = users
@@ -230,6 +237,20 @@ func Settings() []Setting {
 			return err
 		}},
 	}
+}
+
+// setKeys sets the master keys from v (a key list or a file name, as
+// load reads it); the keys may be given once.
+func setKeys(c *Config, v string, load func(string) (*sse.KeyRing, error)) error {
+	if v == "" {
+		return nil
+	}
+	if c.Keys != nil {
+		return errors.New("give the master keys once: --kms-keys (B3_KMS_KEYS) or --kms-keys-file, not both")
+	}
+	keys, err := load(v)
+	c.Keys = keys
+	return err
 }
 
 // ParseBytes parses "123", "64KiB", "1.5GiB", "100MB" (case-insensitive).

@@ -5,7 +5,9 @@
 #   MINIO_GO_VERSION=v7.4.1 TIMEOUT=40m scripts/compat/minio-go.sh
 # Needs Go and network access to the Go module proxy. Prints one line per
 # failing function and a summary of PASS/FAIL/NA; the full JSON log is kept
-# as $OUT (default /tmp/b3-compat-minio-go.log).
+# as $OUT (default /tmp/b3-compat-minio-go.log). ENABLE_HTTPS=1 serves S3
+# over TLS with a self-signed certificate (openssl; the suite is told to
+# skip verification), which the suite's SSE-C tests need.
 . "$(dirname "$0")/lib.sh"
 MINIO_GO_VERSION="${MINIO_GO_VERSION:-latest}"
 TIMEOUT="${TIMEOUT:-40m}"
@@ -29,6 +31,12 @@ grep -v '^//go:build mint' "$dir/functional_tests.go" >"$mod/main.go"
 )
 
 # The tests create buckets in these regions (and sign for them).
+ENABLE_HTTPS="${ENABLE_HTTPS:-0}"
+if [ "$ENABLE_HTTPS" = 1 ]; then
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+		-keyout "$COMPAT_TMP/tls.key" -out "$COMPAT_TMP/tls.crt" 2>/dev/null
+	set -- --tls-cert "$COMPAT_TMP/tls.crt" --tls-key "$COMPAT_TMP/tls.key" "$@"
+fi
 start_b3 --regions "${REGIONS:-eu-central-1,us-west-2,eu-west-1}" "$@"
 
 echo "running minio-go functional tests (timeout $TIMEOUT), log $OUT"
@@ -36,7 +44,7 @@ set +e
 (
 	cd "$COMPAT_TMP"
 	SERVER_ENDPOINT="127.0.0.1:$B3_PORT" ACCESS_KEY="$B3_AK" SECRET_KEY="$B3_SK" \
-		ENABLE_HTTPS=0 MINT_MODE=full RUN_ON_FAIL=1 ENABLE_KMS="${ENABLE_KMS:-}" MINT_DATA_DIR="${MINT_DATA_DIR:-}" \
+		ENABLE_HTTPS="$ENABLE_HTTPS" SKIP_CERT_VALIDATION=1 MINT_MODE=full RUN_ON_FAIL=1 ENABLE_KMS="${ENABLE_KMS:-}" MINT_DATA_DIR="${MINT_DATA_DIR:-}" \
 		timeout "$TIMEOUT" "$COMPAT_TMP/mint-functional"
 ) >"$OUT" 2>&1
 rc=$?

@@ -32,7 +32,11 @@ fi
 # Lifecycle tests expect a debug day of lc_debug_interval (10) seconds;
 # test_object_lock_put_obj_retention retains until 2140, beyond the default
 # --max-retention (100 years).
-start_b3 --lifecycle-day 10s --lifecycle-interval 2s --max-retention 50000d "$@"
+# The SSE-KMS tests name the keys testkey-1 and testkey-2 (the suite's
+# defaults for kms_keyid and kms_keyid2): the key ring holds them.
+kms_key() { head -c32 /dev/urandom | base64; }
+start_b3 --lifecycle-day 10s --lifecycle-interval 2s --max-retention 50000d \
+	--kms-keys "testkey-1:$(kms_key),testkey-2:$(kms_key)" "$@"
 
 # Users: main, alt and tenant are plain users; the iam sections are only
 # read (IAM tests are outside the selection).

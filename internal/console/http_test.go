@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -251,6 +252,38 @@ func TestConsoleCluster(t *testing.T) {
 	checkPage(t, ctx, "cluster at 1280 px")
 	shot("cluster")
 	checkShots()
+}
+
+// TestConsoleClusterGroups: on a cluster of two groups, the Cluster page
+// shows both, with the partitions each owns once the moves are done, and
+// the page passes checkPage at 1280 px.
+func TestConsoleClusterGroups(t *testing.T) {
+	g1 := testutil.StartCluster(t, testutil.ClusterOptions{})
+	testutil.StartCluster(t, testutil.ClusterOptions{FirstID: 3, Args: []string{"--group", "g2", "--cluster-seeds", g1.Nodes[0].ClusterAddr}})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for {
+		st, err := g1.Status(0)
+		if err == nil && st.Balanced && len(st.Groups) == 2 && st.Groups[1].Partitions > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the two groups did not balance: %+v, %v", st, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	accessKey, secretKey := g1.Keys()
+	bctx, _ := newBrowser(t)
+	failOnScriptErrors(t, bctx)
+	consoleURL := "http://" + g1.Nodes[1].ConsoleAddr + "/"
+	do(t, bctx, "log in", login(consoleURL, accessKey, secretKey))
+	do(t, bctx, "the cluster page with two groups", chromedp.Navigate(consoleURL+"#/cluster"),
+		waitTrue(`document.querySelectorAll('#groups tr[data-group]').length === 2 && document.querySelector('#map-state').textContent.includes('balanced')`))
+	rows, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#groups tr[data-group]')].map(tr => [...tr.children].map(td => td.textContent).join('|'))`))
+	if err != nil || len(rows) != 2 || !strings.HasPrefix(rows[0], "g1|512|512|") || !strings.HasPrefix(rows[1], "g2|512|512|") || !strings.HasSuffix(rows[1], "|3|3|") {
+		t.Errorf("the groups shown: %q (%v), want g1 and g2 owning 512 each, 3 healthy members", rows, err)
+	}
+	checkPage(t, bctx, "cluster with two groups at 1280 px")
 }
 
 // TestConsoleAdminAudit: an admin change made through the console is

@@ -180,14 +180,36 @@ async function usersSection(card) {
     el('div', { class: 'field', style: 'flex:none;padding-top:23px' }, el('button', { class: 'primary', type: 'submit', id: 'add-user', text: 'Add user' }))), shown);
 }
 
+// groupsCard shows the cluster map: its groups, what each owns and is to
+// own, and the partitions moving between them.
+function groupsCard(box, st) {
+  if (!st.groups || !st.groups.length) {
+    clear(box, el('p', { class: 'muted', text: 'No cluster map yet: the first group\'s leader makes it when it first leads.' }));
+    return;
+  }
+  const moves = st.moves || [];
+  const state = moves.length ? moves.length + ' partitions moving' : (st.balanced ? 'balanced' : 'moves pending');
+  clear(box, el('p', { id: 'map-state', text: 'Cluster map epoch ' + st.map_epoch + ': ' + st.partitions + ' partitions over ' + st.groups.length +
+      (st.groups.length === 1 ? ' group, ' : ' groups, ') + state + (st.rebalance_paused ? ' (rebalancing paused)' : '') + '.' }),
+    el('div', { class: 'table-wrap' }, el('table', {}, el('thead', {}, el('tr', {}, ['Group', 'Partitions', 'Target', 'Leader', 'Members', 'Healthy', 'Note'].map((t, i) => el('th', { text: t, class: i >= 1 && i <= 2 || i === 4 || i === 5 ? 'num' : null })))),
+      el('tbody', {}, st.groups.map(g => el('tr', { 'data-group': g.name }, el('td', { text: g.name }),
+        el('td', { class: 'num', text: String(g.partitions) }), el('td', { class: 'num', text: String(g.target) }),
+        el('td', { text: g.leader || '(none)' }), el('td', { class: 'num', text: String((g.members || []).length) }),
+        el('td', { class: 'num', text: String((g.members || []).filter(m => m.healthy).length) }),
+        el('td', { text: g.draining ? 'draining' : '' })))))),
+    moves.length ? el('p', { id: 'moves', text: 'Moving: ' + moves.slice(0, 12).map(m => m.partition + ' ' + m.from + '→' + m.to).join(', ') + (moves.length > 12 ? ', …' : '') }) : null);
+}
+
 B3.pages.cluster = async function (main) {
-  main.append(pageHead('Cluster', { lead: 'The replica group as this node sees it, refreshed every 3 s.' }));
+  main.append(pageHead('Cluster', { lead: 'The groups of the cluster and this node\'s replica group, as this node sees them, refreshed every 3 s.' }));
+  const groups = el('section', { class: 'card', id: 'groups', 'aria-label': 'Groups and partitions' });
   const box = el('section', { class: 'card', id: 'cluster', 'aria-label': 'Replica group' });
-  main.append(box);
+  main.append(groups, box);
   const refresh = async () => {
     try {
       const st = await api('GET', '/api/admin/cluster');
-      clear(box, el('p', { text: 'Leader ' + (st.leader || '(none)') + ', term ' + st.term + ', replication ' + st.replication + ' (as seen by ' + st.node + ')' }),
+      groupsCard(groups, st);
+      clear(box, el('p', { text: 'Replica group ' + (st.group || '') + ': leader ' + (st.leader || '(none)') + ', term ' + st.term + ', replication ' + st.replication + ' (as seen by ' + st.node + ')' }),
         el('div', { class: 'table-wrap' }, el('table', {}, el('thead', {}, el('tr', {}, ['Node', 'Address', 'Health', 'State', 'Applied', 'Lag (entries)', 'Lag (s)', 'Pushing', 'Last contact'].map((t, i) => el('th', { text: t, class: i >= 4 ? 'num' : null })))),
           el('tbody', {}, st.members.map(m => el('tr', { 'data-member': m.id }, el('td', { text: m.id }), el('td', { text: m.cluster_address }),
             el('td', { class: m.healthy ? 'ok' : 'error', text: m.healthy ? 'healthy' : (m.error || 'down') }), el('td', { text: m.state || '' }),

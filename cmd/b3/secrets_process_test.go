@@ -109,6 +109,21 @@ func TestSecretKeyFlagWarns(t *testing.T) {
 	if out := f.Output(); strings.Contains(out, "visible to every local user") || strings.Contains(out, secret) {
 		t.Errorf("--secret-key-file: a warning, or the secret printed:\n%s", out)
 	}
+	// A secret from the environment is not on the command line: b3 node
+	// and b3 router, which read B3_* variables into their flags, do not
+	// warn of it (they run until the timeout stops them: -1).
+	bin := testutil.Binary(t)
+	env := []string{"B3_ADMIN_TOKEN=env-admin-token-0000000", "B3_CLUSTER_SECRET=env-cluster-secret-000"}
+	out, code := runB3(t, bin, 2*time.Second, env, "router", "--address", testutil.FreeAddr(t),
+		"--admin-address", testutil.FreeAddr(t), "--cluster-seeds", testutil.FreeAddr(t))
+	if code != -1 || !strings.Contains(out, "b3 router") || strings.Contains(out, "visible to every local user") {
+		t.Errorf("b3 router with B3_ADMIN_TOKEN: exit %d, a warning of a flag, or no banner:\n%s", code, out)
+	}
+	out, code = runB3(t, bin, 2*time.Second, env, "router", "--address", testutil.FreeAddr(t),
+		"--admin-address", testutil.FreeAddr(t), "--cluster-seeds", testutil.FreeAddr(t), "--admin-token", "env-admin-token-0000000")
+	if code != -1 || !strings.Contains(out, "--admin-token on the command line is visible") {
+		t.Errorf("b3 router with --admin-token: exit %d, no warning:\n%s", code, out)
+	}
 }
 
 // runB3 runs the b3 binary bin with args, in a bare environment plus

@@ -221,18 +221,14 @@ func (n *Node) followCatalog(ctx context.Context) {
 // fetchCatalog asks the first group's leader for the catalogue past have
 // (nil: none came).
 func (n *Node) fetchCatalog(ctx context.Context, have uint64) (*catalog, error) {
-	g := n.cmap.load().Group(partition.FirstGroup)
-	if g == nil {
-		return nil, errors.New("no map yet")
-	}
 	ms := n.mesh()
-	addr, err := ms.leaderOf(ctx, g)
+	addr, err := n.firstGroupLeader(ctx)
 	if err != nil {
 		return nil, err
 	}
 	data, err := ms.poll(ctx, addr, "/_b3/v1/cluster/catalog?group="+n.cfg.Group+"&have="+strconv.FormatUint(have, 10))
 	if err != nil {
-		ms.leaders.forget(g.Name, addr)
+		ms.leaders.forget(partition.FirstGroup, addr)
 		return nil, err
 	}
 	if data == nil {
@@ -322,6 +318,12 @@ func (n *Node) catalogLeader(ctx context.Context) (string, error) {
 		}
 		return string(addr), nil
 	}
+	return n.firstGroupLeader(ctx)
+}
+
+// firstGroupLeader returns the cluster address of the first group's
+// leader, as another group's node finds it.
+func (n *Node) firstGroupLeader(ctx context.Context) (string, error) {
 	g := n.cmap.load().Group(partition.FirstGroup)
 	if g == nil {
 		return "", errNoQuorum

@@ -275,12 +275,8 @@ func (n *Node) currentMap(ctx context.Context) (*partition.Map, error) {
 		}
 		return n.cmap.load(), nil
 	}
-	g := n.cmap.load().Group(partition.FirstGroup)
-	if g == nil {
-		return nil, errors.New("no map yet")
-	}
 	ms := n.mesh()
-	addr, err := ms.leaderOf(ctx, g)
+	addr, err := n.firstGroupLeader(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +284,7 @@ func (n *Node) currentMap(ctx context.Context) (*partition.Map, error) {
 	defer cancel()
 	var raw json.RawMessage
 	if err := getJSON(ctx, ms.http, addr, "/_b3/v1/cluster/map?current=1", &raw); err != nil {
-		ms.leaders.forget(g.Name, addr)
+		ms.leaders.forget(partition.FirstGroup, addr)
 		return nil, err
 	}
 	m, err := partition.Decode(raw)

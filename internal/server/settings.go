@@ -383,6 +383,9 @@ func LoadSettings(args []string, getenv func(string) (string, bool), usage io.Wr
 func secretFlagWarnings(fs *flag.FlagSet) []string {
 	var out []string
 	fs.Visit(func(f *flag.Flag) {
+		if sv, ok := f.Value.(*settingValue); ok && sv.src != "" {
+			return // set by LoadFlags from the environment or a file, not on the command line
+		}
 		if instead, ok := secretFlags[f.Name]; ok && instead != "" && f.Value.String() != "" {
 			out = append(out, fmt.Sprintf("--%s on the command line is visible to every local user (ps, /proc/PID/cmdline): give it as %s", f.Name, instead))
 		}

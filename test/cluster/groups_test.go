@@ -505,7 +505,11 @@ func groupKillCycles(t *testing.T) int {
 // comes back, and the history of the register keys is linearizable.
 func TestClusterGroupsKill(t *testing.T) {
 	tg := startTwoGroups(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// Moves copy as background I/O, paced down to --background-min-rate
+	// while the load runs, and every cycle moves more data: 4 minutes a
+	// cycle, and 2 for the checks.
+	cycles := groupKillCycles(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(4*cycles+2)*time.Minute)
 	defer cancel()
 	tg.waitBalanced(ctx, t)
 	ak, sk := tg.g1.Keys()
@@ -560,7 +564,7 @@ func TestClusterGroupsKill(t *testing.T) {
 	rb := &admin.Client{Endpoint: tg.admin, Token: tg.g1.AdminToken}
 	groups := map[string]*testutil.Cluster{"g1": tg.g1, "g2": tg.g2}
 	r := rand.New(rand.NewPCG(42, 42))
-	for cycle := range groupKillCycles(t) {
+	for cycle := range cycles {
 		time.Sleep(time.Second) // load before the move
 		drain := cycle%2 == 0
 		if _, err := rb.DrainGroup(ctx, "g2", drain); err != nil {

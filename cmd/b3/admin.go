@@ -65,7 +65,7 @@ func adminCommands() []adminCommand {
 		{name: "kms rotate", summary: "re-seal data keys under another master key in the background, no data rewritten: --from <key> (default: every SSE-S3 key not under --to) --to <key> (default: the default key)",
 			flags: []string{"from", "to"}, run: adminKMSRotate},
 		{name: "cluster status", summary: "members of the replica group, health, leader, term, lag (b3 node)", run: adminClusterStatus},
-		{name: "cluster rebalance", args: "pause|resume|status", summary: "partition moves between groups: pause (those under way finish), resume, or whether the cluster is balanced",
+		{name: "cluster rebalance", args: "pause|resume|cancel|status", summary: "partition moves between groups: pause (those under way finish), resume, cancel (end those under way where they are, and pause), or whether the cluster is balanced",
 			nargs: [2]int{1, 1}, run: adminClusterRebalance},
 		{name: "cluster drain", args: "<group>", summary: "move every partition of a group to the others (it can be stopped once it owns none); --stop ends a drain",
 			nargs: [2]int{1, 1}, flags: []string{"stop"}, run: adminClusterDrain},

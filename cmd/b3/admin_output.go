@@ -461,10 +461,12 @@ func adminClusterRebalance(a *adminCall) (any, func(io.Writer), error) {
 	switch a.arg(0) {
 	case "pause", "resume":
 		st, err = a.c.SetRebalance(a.ctx, a.arg(0) == "pause")
+	case "cancel":
+		st, err = a.c.CancelMoves(a.ctx)
 	case "status":
 		st, err = a.c.ClusterStatus(a.ctx)
 	default:
-		return nil, nil, usageError{fmt.Sprintf("cluster rebalance %q: want pause, resume or status", a.arg(0))}
+		return nil, nil, usageError{fmt.Sprintf("cluster rebalance %q: want pause, resume, cancel or status", a.arg(0))}
 	}
 	return rebalanceState(st), func(w io.Writer) { printRebalance(w, st) }, err
 }
@@ -501,7 +503,16 @@ func printRebalance(w io.Writer, st admin.ClusterStatus) {
 	case st.Balanced:
 		fmt.Fprint(w, "balanced")
 	case len(st.Moves) > 0:
+		fenced := 0
+		for _, mv := range st.Moves {
+			if mv.Fenced {
+				fenced++
+			}
+		}
 		fmt.Fprintf(w, "moving: %d partitions under way", len(st.Moves))
+		if fenced > 0 {
+			fmt.Fprintf(w, ", %d fenced (their writes wait for the switch; b3 admin cluster rebalance cancel ends the moves)", fenced)
+		}
 	default:
 		fmt.Fprint(w, "not balanced: moves pending")
 	}

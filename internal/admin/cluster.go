@@ -47,6 +47,9 @@ type ClusterMove struct {
 	Partition int    `json:"partition"`
 	From      string `json:"from"`
 	To        string `json:"to"`
+	// Fenced: the source refuses the partition's writes (503 SlowDown,
+	// retried by clients) until the move switches.
+	Fenced bool `json:"fenced,omitempty"`
 }
 
 // ClusterMember is one member of the group.
@@ -206,6 +209,16 @@ func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 func (c *Client) SetRebalance(ctx context.Context, paused bool) (ClusterStatus, error) {
 	var st ClusterStatus
 	err := clusterOnly(c.do(ctx, http.MethodPost, "/admin/v1/cluster/rebalance", map[string]bool{"paused": paused}, &st))
+	return st, err
+}
+
+// CancelMoves ends the partition moves under way where they are and
+// pauses the start of new ones: for a destination that cannot finish
+// (its partitions stay fenced, unwritable, until it does). The sources
+// keep the partitions. It returns the cluster map's status.
+func (c *Client) CancelMoves(ctx context.Context) (ClusterStatus, error) {
+	var st ClusterStatus
+	err := clusterOnly(c.do(ctx, http.MethodPost, "/admin/v1/cluster/rebalance", map[string]bool{"cancel": true}, &st))
 	return st, err
 }
 

@@ -597,7 +597,7 @@ func mapStatus(ctx context.Context, ms *mesh, m *partition.Map, own string, ownM
 	st := admin.ClusterStatus{MapEpoch: m.Epoch, Partitions: m.Count, Balanced: m.Balanced(), Paused: m.Paused}
 	counts, targets := m.Counts(), m.Targets()
 	for _, mv := range m.Moves {
-		st.Moves = append(st.Moves, admin.ClusterMove{Partition: mv.Partition, From: mv.From, To: mv.To})
+		st.Moves = append(st.Moves, admin.ClusterMove{Partition: mv.Partition, From: mv.From, To: mv.To, Fenced: mv.Fenced})
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()

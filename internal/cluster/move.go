@@ -13,7 +13,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/b3-storage/b3/internal/admin"
 	"github.com/b3-storage/b3/internal/iolimit"
@@ -63,6 +66,13 @@ import (
 
 // moveBatch bounds the partitions one batch of moves carries.
 const moveBatch = 256
+
+// A destination fences once a sync copied at most fenceBelow records, or
+// after maxSyncs syncs.
+const (
+	fenceBelow = 64
+	maxSyncs   = 8
+)
 
 // planMoves starts the next batch of moves if none is under way and the
 // map is not balanced; run by the first group's leader.
@@ -401,9 +411,16 @@ func (n *Node) runMoves(ctx context.Context) {
 // receive moves parts from group from here: sync, sync, fence, sync,
 // switch.
 func (n *Node) receive(ctx context.Context, from string, parts []int) error {
-	for range 2 {
-		if err := n.syncFrom(ctx, from, parts, 0); err != nil {
+	// Sync until one sync finds little to copy: the fenced time, when the
+	// partitions' writes are refused, is the last sync's, which copies what
+	// clients wrote during the one before it.
+	for i := 1; ; i++ {
+		copied, err := n.syncFrom(ctx, from, parts, 0)
+		if err != nil {
 			return err
+		}
+		if copied <= fenceBelow || i == maxSyncs {
+			break
 		}
 	}
 	fenced, err := n.changeMoves(ctx, moveRequest{Op: "fence", To: n.cfg.Group, Partitions: parts})
@@ -413,7 +430,8 @@ func (n *Node) receive(ctx context.Context, from string, parts []int) error {
 	if err := n.askFence(ctx, from, fenced.Epoch); err != nil {
 		return err
 	}
-	if err := n.syncFrom(ctx, from, parts, fenced.Epoch); err != nil {
+	n.log.Info("fence holds", "from", from, "partitions", len(parts), "epoch", fenced.Epoch)
+	if _, err := n.syncFrom(ctx, from, parts, fenced.Epoch); err != nil {
 		return err
 	}
 	if _, err := n.changeMoves(ctx, moveRequest{Op: "switch", To: n.cfg.Group, Partitions: parts}); err != nil {
@@ -462,16 +480,16 @@ func (n *Node) askFence(ctx context.Context, from string, epoch uint64) error {
 }
 
 // syncFrom makes this group's records of parts those of group from's
-// leader.
-func (n *Node) syncFrom(ctx context.Context, from string, parts []int, fence uint64) error {
+// leader; it reports how many records it copied.
+func (n *Node) syncFrom(ctx context.Context, from string, parts []int, fence uint64) (int, error) {
 	g := n.cmap.load().Group(from)
 	if g == nil {
-		return fmt.Errorf("group %s is not in the map", from)
+		return 0, fmt.Errorf("group %s is not in the map", from)
 	}
 	ms := n.mesh()
 	addr, err := ms.leaderOf(ctx, g)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	u := "http://" + addr + "/_b3/v1/move/records?to=" + n.cfg.Group + "&partitions=" + joinInts(parts)
 	if fence != 0 {
@@ -479,40 +497,53 @@ func (n *Node) syncFrom(ctx context.Context, from string, parts []int, fence uin
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := ms.http.Do(req)
 	if err != nil {
 		ms.leaders.forget(from, addr)
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		ms.leaders.forget(from, addr)
-		return fmt.Errorf("records from %s: %s", addr, resp.Status)
+		return 0, fmt.Errorf("records from %s: %s", addr, resp.Status)
 	}
 	seen := newSeenRecords()
 	dec := json.NewDecoder(bufio.NewReaderSize(resp.Body, 256<<10))
 	ended := false
+	start, records := time.Now(), 0
+	copies := newCopiers(ctx, moveCopiers, func(ctx context.Context, rec moveRecord) (bool, error) {
+		return n.copyRecord(ctx, addr, rec)
+	})
 	for {
 		var rec moveRecord
 		if err := dec.Decode(&rec); err != nil {
-			return fmt.Errorf("records from %s: %w", addr, err)
+			copies.wait()
+			return 0, fmt.Errorf("records from %s: %w", addr, err)
 		}
 		if rec.Kind == "end" {
 			ended = true
 			break
 		}
+		records++
 		seen.add(rec)
 		if err := n.stillReceiving(parts); err != nil {
-			return err
+			copies.wait()
+			return 0, err
 		}
-		if err := n.copyRecord(ctx, addr, rec); err != nil {
-			return err
+		if !copies.add(rec) {
+			break // a copy failed: wait says why
 		}
 	}
+	copied, err := copies.wait()
+	if err != nil {
+		return 0, err
+	}
+	n.log.Info("synced partitions", "from", from, "partitions", len(parts), "fence", fence,
+		"records", records, "copied", copied, "took", time.Since(start).Round(time.Millisecond))
 	if !ended {
-		return errors.New("records cut short")
+		return 0, errors.New("records cut short")
 	}
 	set := map[int]bool{}
 	for _, p := range parts {
@@ -522,12 +553,12 @@ func (n *Node) syncFrom(ctx context.Context, from string, parts []int, fence uin
 	// pending by the map as of now: the view was taken before this check,
 	// so before any switch, and before the source removed anything.
 	if _, err := n.currentMap(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	if err := n.stillReceiving(parts); err != nil {
-		return err
+		return 0, err
 	}
-	return n.dropUnseen(set, seen)
+	return copied, n.dropUnseen(set, seen)
 }
 
 // stillReceiving reports an error unless every partition of parts is, by
@@ -540,6 +571,86 @@ func (n *Node) stillReceiving(parts []int) error {
 		}
 	}
 	return nil
+}
+
+// moveCopiers is how many records a sync copies at once: each copy waits
+// for its bytes to be read, staged on the group's members and synced, and
+// for a command to commit, so one at a time copies a few dozen small
+// records a second, fewer than clients may write them.
+const moveCopiers = 8
+
+// copiers copy a sync's records on a few goroutines; the records of one
+// key go to one goroutine, in the order the source sent them (a current
+// record before the key's versions, an upload before its parts), since
+// installing one may replace another.
+type copiers struct {
+	cancel context.CancelFunc
+	lanes  []chan moveRecord
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error
+	copied int
+}
+
+func newCopiers(ctx context.Context, n int, copy func(context.Context, moveRecord) (bool, error)) *copiers {
+	ctx, cancel := context.WithCancel(ctx)
+	c := &copiers{cancel: cancel, lanes: make([]chan moveRecord, n)}
+	for i := range c.lanes {
+		lane := make(chan moveRecord, 64)
+		c.lanes[i] = lane
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			for rec := range lane {
+				if ctx.Err() != nil {
+					continue // drain: a copy failed or the sync ends
+				}
+				did, err := copy(ctx, rec)
+				c.mu.Lock()
+				if err != nil && c.err == nil {
+					c.err = err
+					cancel()
+				}
+				if did && err == nil {
+					c.copied++
+				}
+				c.mu.Unlock()
+			}
+		}()
+	}
+	return c
+}
+
+// add queues rec on its key's goroutine; false once a copy failed.
+func (c *copiers) add(rec moveRecord) bool {
+	var bucket, key string
+	switch {
+	case rec.Object != nil:
+		bucket, key = rec.Object.Bucket, rec.Object.Key
+	case rec.Upload != nil:
+		bucket, key = rec.Upload.Bucket, rec.Upload.Key
+	default:
+		bucket, key = rec.Bucket, rec.Key
+	}
+	c.mu.Lock()
+	failed := c.err != nil
+	c.mu.Unlock()
+	if failed {
+		return false
+	}
+	c.lanes[xxhash.Sum64String(bucket+"\x00"+key)%uint64(len(c.lanes))] <- rec
+	return true
+}
+
+// wait waits for the queued copies and reports how many records were
+// copied, or the first error.
+func (c *copiers) wait() (int, error) {
+	for _, lane := range c.lanes {
+		close(lane)
+	}
+	c.wg.Wait()
+	c.cancel()
+	return c.copied, c.err
 }
 
 // seenRecords are the records a sync read from the source.
@@ -580,8 +691,9 @@ func normObject(o *meta.Object) meta.Object {
 	return out
 }
 
-// copyRecord installs rec here unless this group holds it already.
-func (n *Node) copyRecord(ctx context.Context, source string, rec moveRecord) error {
+// copyRecord installs rec here unless this group holds it already; it
+// reports whether it did.
+func (n *Node) copyRecord(ctx context.Context, source string, rec moveRecord) (bool, error) {
 	switch rec.Kind {
 	case "o", "v":
 		o := rec.Object
@@ -593,49 +705,49 @@ func (n *Node) copyRecord(ctx context.Context, source string, rec moveRecord) er
 			local, err = n.store.Meta().GetVersion(o.Bucket, o.Key, o.Version)
 		}
 		if err == nil && sameRecord(local, o) {
-			return nil
+			return false, nil
 		}
 		c := &command{Op: opMigrate, Object: o, Current: rec.Kind == "o"}
 		if o.Inline == nil && !o.DeleteMarker && o.Size > 0 {
 			ref := bytesRef{Bucket: o.Bucket, Key: o.Key, Version: o.Version}
 			stage, err := n.copyBytes(ctx, source, ref)
 			if errors.Is(err, errGone) {
-				return nil // removed there since the view: the next sync drops it here
+				return false, nil // removed there since the view: the next sync drops it here
 			}
 			if err != nil {
-				return err
+				return false, err
 			}
 			c.Stage = stage
 		}
 		_, err = n.propose(c)
-		return err
+		return err == nil, err
 	case "u":
 		if local, err := n.store.GetUpload(rec.Upload.Bucket, rec.Upload.Key, rec.Upload.UploadID); err == nil && reflect.DeepEqual(local, rec.Upload) {
-			return nil
+			return false, nil
 		}
 		_, err := n.propose(&command{Op: opMigrate, Upload: rec.Upload})
-		return err
+		return err == nil, err
 	case "p":
 		p := rec.Part
 		if local, err := n.store.Meta().GetPart(p.UploadID, p.Number); err == nil && local.ETag == p.ETag && local.Size == p.Size && !objstore.HollowPart(local) {
-			return nil
+			return false, nil
 		}
 		ref := bytesRef{Bucket: rec.Bucket, Key: rec.Key, UploadID: p.UploadID, Part: p.Number}
 		stage, err := n.copyBytes(ctx, source, ref)
 		if errors.Is(err, errGone) {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		c := &command{Op: opMigrate, Part: p, Name: rec.Bucket, Key: rec.Key, Stage: stage}
 		if up, err := n.store.GetUpload(rec.Bucket, rec.Key, p.UploadID); err == nil && up.SSE != nil {
 			c.Encrypted = true // ciphertext: its ETag is no MD5 of it
 		}
 		_, err = n.propose(c)
-		return err
+		return err == nil, err
 	}
-	return fmt.Errorf("unknown record kind %q", rec.Kind)
+	return false, fmt.Errorf("unknown record kind %q", rec.Kind)
 }
 
 // copyBytes reads ref's bytes from the source's leader and stages them in
@@ -841,7 +953,8 @@ func (f *fsm) applyDrop(c *command, index uint64) error {
 
 // mapSetting is an operator's change of the map (POST
 // /_b3/v1/cluster/settings on the first group): "pause" or "resume" the
-// start of new moves, "drain" or "undrain" a group.
+// start of new moves, "cancel" the moves under way (and pause), "drain"
+// or "undrain" a group.
 type mapSetting struct {
 	Op    string `json:"op"`
 	Group string `json:"group,omitempty"`
@@ -861,6 +974,15 @@ func (n *Node) handleMapSetting(w http.ResponseWriter, r *http.Request) {
 		switch req.Op {
 		case "pause", "resume":
 			m.Paused = req.Op == "pause"
+		case "cancel":
+			// The moves under way end where they are, fenced or not: their
+			// sources own the partitions throughout and removed nothing of
+			// them, and take their writes again once they know this map; a
+			// destination's switch, decided here too, now fails, and its
+			// copies are swept as another group's. Paused, or the planner
+			// would start the same moves again.
+			m.Paused = true
+			m.Moves = nil
 		case "drain", "undrain":
 			g := m.Group(req.Group)
 			if g == nil {
@@ -909,6 +1031,7 @@ func serveMapSetting(ms *mesh, sources func() []string, maps *mapState, log *slo
 	return func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			Paused *bool  `json:"paused"`
+			Cancel bool   `json:"cancel"`
 			Group  string `json:"group"`
 			Drain  *bool  `json:"drain"`
 		}
@@ -918,12 +1041,14 @@ func serveMapSetting(ms *mesh, sources func() []string, maps *mapState, log *slo
 		}
 		var req mapSetting
 		switch {
+		case strings.HasSuffix(r.URL.Path, "/rebalance") && in.Cancel:
+			req.Op = "cancel"
 		case strings.HasSuffix(r.URL.Path, "/rebalance") && in.Paused != nil:
 			req.Op = map[bool]string{true: "pause", false: "resume"}[*in.Paused]
 		case strings.HasSuffix(r.URL.Path, "/drain") && in.Drain != nil && in.Group != "":
 			req.Op, req.Group = map[bool]string{true: "drain", false: "undrain"}[*in.Drain], in.Group
 		default:
-			admin.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": `want {"paused": true|false} or {"group": "g2", "drain": true|false}`})
+			admin.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": `want {"paused": true|false}, {"cancel": true} or {"group": "g2", "drain": true|false}`})
 			return
 		}
 		m, err := askMapSetting(r.Context(), ms, sources(), req)

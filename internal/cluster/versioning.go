@@ -85,6 +85,21 @@ func (s *Store) proposeDeletion(bucket, key string, d objstore.Deletion) applyRe
 // record in a bucket that never had versioning (returned), a delete
 // marker otherwise.
 func (s *Store) DeleteObject(bucket, key string) (*meta.Object, error) {
+	if g := s.ownerElsewhere(bucket, key); g != "" {
+		if _, err := s.GetBucket(bucket); err != nil {
+			return nil, err
+		}
+		ans, err := s.deleteElsewhere(s.node.closing, g, remoteDelete{Bucket: bucket, Key: key, Plain: true})
+		if err != nil {
+			return nil, err
+		}
+		return ans.Object, ans.err()
+	}
+	return s.deleteObjectHere(bucket, key)
+}
+
+// deleteObjectHere is DeleteObject of a key this group owns.
+func (s *Store) deleteObjectHere(bucket, key string) (*meta.Object, error) {
 	if _, err := s.GetBucket(bucket); err != nil {
 		return nil, err
 	}
@@ -98,6 +113,21 @@ func (s *Store) DeleteObject(bucket, key string) (*meta.Object, error) {
 
 // DeleteVersioned is objstore's DeleteVersioned through the log.
 func (s *Store) DeleteVersioned(bucket, key, versionID string, bypassGovernance bool) (objstore.DeleteResult, error) {
+	if g := s.ownerElsewhere(bucket, key); g != "" {
+		if _, err := s.GetBucket(bucket); err != nil {
+			return objstore.DeleteResult{}, err
+		}
+		ans, err := s.deleteElsewhere(s.node.closing, g, remoteDelete{Bucket: bucket, Key: key, VersionID: versionID, Bypass: bypassGovernance})
+		if err != nil {
+			return objstore.DeleteResult{}, err
+		}
+		return ans.Result, ans.err()
+	}
+	return s.deleteVersionedHere(bucket, key, versionID, bypassGovernance)
+}
+
+// deleteVersionedHere is DeleteVersioned of a key this group owns.
+func (s *Store) deleteVersionedHere(bucket, key, versionID string, bypassGovernance bool) (objstore.DeleteResult, error) {
 	if _, err := s.GetBucket(bucket); err != nil {
 		return objstore.DeleteResult{}, err
 	}

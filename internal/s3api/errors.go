@@ -171,6 +171,20 @@ func toAPIError(err error) (s3Error, bool) {
 	return errInternal, false
 }
 
+// ErrorCode is the S3 error code, HTTP status and message err is
+// rendered as (InternalError, 500 for the server's own faults): for a
+// backend that passes an error on to another process.
+func ErrorCode(err error) (code string, status int, message string) {
+	e, _ := toAPIError(err)
+	var msg string
+	if ae, ok := e.(*APIError); ok {
+		msg = ae.Message
+	} else {
+		msg = e.Error()
+	}
+	return e.S3Code(), e.HTTPStatus(), msg
+}
+
 // errorResponse is the S3 error document.
 type errorResponse struct {
 	XMLName   xml.Name `xml:"Error"`

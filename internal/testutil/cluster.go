@@ -406,14 +406,21 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
+// Output is everything the node's processes wrote so far, earlier runs
+// first.
+func (n *ClusterNode) Output() string {
+	out := strings.Join(n.logs, "\n--- restart ---\n")
+	if n.Proc != nil {
+		out += "\n--- last run ---\n" + n.Proc.Output.String()
+	}
+	return out
+}
+
 func (c *Cluster) stopAll() {
 	_ = c.Stop()
 	if c.t.Failed() {
 		for _, n := range c.Nodes {
-			out := strings.Join(n.logs, "\n--- restart ---\n")
-			if n.Proc != nil {
-				out += "\n--- last run ---\n" + n.Proc.Output.String()
-			}
+			out := n.Output()
 			if len(out) > 32<<10 {
 				out = out[len(out)-32<<10:]
 			}

@@ -10,11 +10,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/b3-storage/b3/internal/admin"
+	"github.com/b3-storage/b3/internal/partition"
 	"github.com/b3-storage/b3/internal/testutil"
 )
 
@@ -644,4 +647,251 @@ func TestClusterGroupsKill(t *testing.T) {
 		}
 	}
 	checkLinearizable(t, hist)
+}
+
+// TestClusterGroupsCancel: a batch of moves to g2 is fenced, then the
+// whole of g2 stops answering (SIGSTOP of its three nodes): the fenced
+// partitions refuse writes (503) until an operator cancels the moves;
+// then they take writes again at once, in g1. g2 comes back (SIGCONT):
+// its switch is refused, and once rebalancing resumes the partitions
+// move to it; every object, the one written after the cancel included,
+// reads back through every node and router.
+func TestClusterGroupsCancel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	tg := startTwoGroups(t, nil)
+	tg.waitBalanced(ctx, t)
+	cl := root0(tg)
+	const bucket = "held"
+	if err := createBucket(ctx, cl, bucket); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	// Enough records that the last sync, after the fence, takes a moment.
+	for i := range 600 {
+		key := fmt.Sprintf("obj-%04d", i)
+		body := randomBytes(uint64(i), []int{100, 3000}[i%2])
+		if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+		want[key] = body
+	}
+	rb := &admin.Client{Endpoint: tg.admin, Token: tg.g1.AdminToken}
+	signalG2 := func(sig syscall.Signal) {
+		for _, n := range tg.g2.Nodes {
+			if err := n.Proc.Cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer signalG2(syscall.SIGCONT)
+	// Drain g2, then undrain it: a batch moves from g1 to g2; freeze g2
+	// once the batch is fenced. The freeze can miss (the batch switched
+	// first): then again.
+	var fenced []admin.ClusterMove
+	for attempt := 0; fenced == nil; attempt++ {
+		if attempt == 8 {
+			t.Fatal("no attempt froze g2 between the fence and the switch")
+		}
+		if _, err := rb.DrainGroup(ctx, "g2", true); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(ctx, t, tg, "g2 drained", func(s admin.ClusterStatus) bool { return s.Balanced && s.Groups[1].Partitions == 0 })
+		if _, err := rb.DrainGroup(ctx, "g2", false); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(ctx, t, tg, "a fenced move", func(s admin.ClusterStatus) bool {
+			return s.Balanced || len(s.Moves) > 0 && s.Moves[0].Fenced
+		})
+		signalG2(syscall.SIGSTOP)
+		s, err := tg.status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Moves) > 0 && s.Moves[0].Fenced && s.Moves[0].To == "g2" {
+			fenced = s.Moves
+			break
+		}
+		t.Logf("attempt %d: the batch switched before g2 froze", attempt)
+		signalG2(syscall.SIGCONT)
+	}
+	moving := map[int]bool{}
+	for _, mv := range fenced {
+		moving[mv.Partition] = true
+	}
+	var key string
+	for i := 0; key == ""; i++ {
+		if k := fmt.Sprintf("late-%d", i); moving[partition.Of(bucket, k, 1024)] {
+			key = k
+		}
+	}
+	body := randomBytes(99, 5000)
+	put := func() error {
+		_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)},
+			func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+		return err
+	}
+	if err := put(); testutil.APICode(err) != "SlowDown" {
+		t.Fatalf("a write of a fenced partition with its destination frozen: %v, want 503 SlowDown", err)
+	}
+	st, err := rb.CancelMoves(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Moves) != 0 || !st.Paused {
+		t.Fatalf("after cancel: %d moves, paused %v; want none, paused", len(st.Moves), st.Paused)
+	}
+	// g1's leader takes the write once it knows the map: at once, since
+	// the map is in its own log.
+	if err := put(); err != nil {
+		t.Fatalf("a write of a cancelled move's partition: %v", err)
+	}
+	want[key] = body
+	signalG2(syscall.SIGCONT)
+	if _, err := rb.SetRebalance(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(ctx, t, tg, "balanced again", func(s admin.ClusterStatus) bool {
+		return s.Balanced && s.Groups[1].Partitions > 0
+	})
+	for _, ep := range tg.endpoints() {
+		c := retrying(tg.g1.ClientOf(ep, 30*time.Second))
+		for k, b := range want {
+			got, err := getObject(ctx, c, bucket, k)
+			if err != nil || !bytes.Equal(got, b) {
+				t.Fatalf("%s through %s: %v (or other bytes)", k, ep, err)
+			}
+		}
+	}
+	deleteAcrossGroups(ctx, t, tg, bucket, want)
+}
+
+// deleteAcrossGroups: DeleteObjects names its keys in the body and runs
+// on g1; keys of both groups are deleted in one call, with no error and
+// no retry, and are gone through every node and router; in a versioned
+// bucket each gets a delete marker, and a version deleted by its ID is
+// gone for good.
+func deleteAcrossGroups(ctx context.Context, t *testing.T, tg *twoGroups, bucket string, objects map[string][]byte) {
+	noRetry := func(o *s3.Options) { o.RetryMaxAttempts = 1 }
+	cl := tg.g1.ClientOf(tg.routers[1], 30*time.Second)
+	var ids []types.ObjectIdentifier
+	groups := map[string]int{}
+	owners := ownersOf(t, tg)
+	for k := range objects {
+		if len(ids) == 200 {
+			break
+		}
+		ids = append(ids, types.ObjectIdentifier{Key: aws.String(k)})
+		groups[owners[partition.Of(bucket, k, len(owners))]]++
+	}
+	if groups["g1"] == 0 || groups["g2"] == 0 {
+		t.Fatalf("the keys to delete are all of one group: %v", groups)
+	}
+	out, err := cl.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(bucket), Delete: &types.Delete{Objects: ids}}, noRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Errors) != 0 || len(out.Deleted) != len(ids) {
+		t.Fatalf("DeleteObjects of %d keys (%v by group): %d deleted, errors %+v", len(ids), groups, len(out.Deleted), out.Errors[:min(3, len(out.Errors))])
+	}
+	for _, ep := range tg.endpoints() {
+		c := retrying(tg.g1.ClientOf(ep, 30*time.Second))
+		for _, id := range ids {
+			if _, err := getObject(ctx, c, bucket, *id.Key); !notFound(err) {
+				t.Fatalf("deleted %s through %s: %v, want 404", *id.Key, ep, err)
+			}
+		}
+	}
+
+	const versioned = "held-versions"
+	admin0 := retrying(cl)
+	if err := createBucket(ctx, admin0, versioned); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin0.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(versioned),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	versions := map[string]string{}
+	groups = map[string]int{}
+	var keys []string
+	for i := 0; len(keys) < 40; i++ {
+		k := fmt.Sprintf("v-%d", i)
+		put, err := admin0.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(versioned), Key: aws.String(k), Body: bytes.NewReader([]byte(k))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions[k] = aws.ToString(put.VersionId)
+		keys = append(keys, k)
+		groups[owners[partition.Of(versioned, k, len(owners))]]++
+	}
+	if groups["g1"] == 0 || groups["g2"] == 0 {
+		t.Fatalf("the versioned keys are all of one group: %v", groups)
+	}
+	ids = nil
+	for i, k := range keys {
+		id := types.ObjectIdentifier{Key: aws.String(k)}
+		if i%2 == 1 {
+			id.VersionId = aws.String(versions[k]) // this version, for good
+		}
+		ids = append(ids, id)
+	}
+	out, err = cl.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(versioned), Delete: &types.Delete{Objects: ids}}, noRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Errors) != 0 || len(out.Deleted) != len(ids) {
+		t.Fatalf("versioned DeleteObjects: %d deleted, errors %+v", len(out.Deleted), out.Errors[:min(3, len(out.Errors))])
+	}
+	for _, d := range out.Deleted {
+		k := aws.ToString(d.Key)
+		byID := d.VersionId != nil && aws.ToString(d.VersionId) == versions[k] && !aws.ToBool(d.DeleteMarker)
+		marker := aws.ToBool(d.DeleteMarker) && aws.ToString(d.DeleteMarkerVersionId) != ""
+		if !byID && !marker {
+			t.Fatalf("deleted %s: %+v, want its version removed or a delete marker", k, d)
+		}
+	}
+	lv, err := admin0.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(versioned)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lv.Versions) != len(keys)/2 || len(lv.DeleteMarkers) != len(keys)/2 {
+		t.Fatalf("after deleting half the keys and half the versions: %d versions, %d delete markers; want %d of each",
+			len(lv.Versions), len(lv.DeleteMarkers), len(keys)/2)
+	}
+	for _, v := range lv.Versions {
+		if k := aws.ToString(v.Key); aws.ToString(v.VersionId) != versions[k] || slices.Index(keys, k)%2 != 0 {
+			t.Fatalf("version %s of %s listed: deleted by its ID, or not the one written", aws.ToString(v.VersionId), k)
+		}
+	}
+}
+
+// ownersOf is the owner of each partition by the map a member of g2
+// keeps (DATA/cluster-map.json, a moment behind g1's at most).
+func ownersOf(t *testing.T, tg *twoGroups) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(tg.g2.Nodes[0].Data, "cluster-map.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := partition.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Owners
+}
+
+// waitStatus waits until the cluster's status meets ok.
+func waitStatus(ctx context.Context, t *testing.T, tg *twoGroups, what string, ok func(admin.ClusterStatus) bool) {
+	t.Helper()
+	for {
+		s, err := tg.status(ctx)
+		if err == nil && len(s.Groups) == 2 && ok(s) {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("waiting for %s: %+v, %v", what, s, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

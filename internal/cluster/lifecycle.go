@@ -42,11 +42,13 @@ func (l leaderLifecycle) Settle(seen *meta.Object) (objstore.LifecycleOutcome, e
 	if due {
 		// In a bucket with versioning (when the command applies) the
 		// expiry adds a delete marker: its version and time are decided
-		// here.
+		// here, the version above the current one's (which another
+		// group may have numbered, before a move).
 		marker, err := s.node.nextID()
 		if err != nil {
 			return objstore.LifecycleUnchanged, err
 		}
+		marker = max(marker, cur.Version+1)
 		now := time.Now().UTC()
 		d := &objstore.Deletion{Marker: marker, Modified: now, At: now}
 		gone, err := s.node.propose(&command{Op: opExpire, Name: cur.Bucket, Key: cur.Key, Version: cur.Version, Delete: d})

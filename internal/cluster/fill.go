@@ -271,10 +271,12 @@ func (fl *filler) pass(ctx context.Context) (left int, err error) {
 // OpenObject is objstore's, except that a record restored without its
 // bytes is filled first (fetched from a peer): a read never fails for
 // want of bytes a peer holds, nor serves other bytes.
-// A key of a partition this group does not own is not read here (a copy
-// source in another group, or records a move left): 503 SlowDown, never
-// bytes another group may have replaced.
+// A key of a partition another group owns (a copy's source) is read from
+// that group's leader (remote.go), never from records a move left here.
 func (s *Store) OpenObject(ctx context.Context, bucket, key string, rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error) {
+	if s.ownerElsewhere(bucket, key) != "" {
+		return s.openElsewhere(ctx, bucket, key, "", rng)
+	}
 	if err := s.node.ownsRead(bucket, key); err != nil {
 		return nil, nil, err
 	}
@@ -283,12 +285,32 @@ func (s *Store) OpenObject(ctx context.Context, bucket, key string, rng objstore
 
 // OpenVersion is objstore's, filling a hollow record first (OpenObject).
 func (s *Store) OpenVersion(ctx context.Context, bucket, key, versionID string, rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error) {
+	if s.ownerElsewhere(bucket, key) != "" {
+		return s.openElsewhere(ctx, bucket, key, versionID, rng)
+	}
 	if err := s.node.ownsRead(bucket, key); err != nil {
 		return nil, nil, err
 	}
 	return s.filled(ctx, func() (*meta.Object, io.ReadCloser, error) {
 		return s.Store.OpenVersion(ctx, bucket, key, versionID, rng)
 	})
+}
+
+// HeadObject is objstore's; a key another group owns is asked of its
+// leader (a copy's source, an authorization reading its tags).
+func (s *Store) HeadObject(bucket, key string) (*meta.Object, error) {
+	if s.ownerElsewhere(bucket, key) != "" {
+		return s.recordElsewhere(s.node.closing, remoteRead{Op: "head", Bucket: bucket, Key: key})
+	}
+	return s.Store.HeadObject(bucket, key)
+}
+
+// HeadVersion is objstore's, asking another group's leader as HeadObject.
+func (s *Store) HeadVersion(bucket, key, versionID string) (*meta.Object, error) {
+	if s.ownerElsewhere(bucket, key) != "" {
+		return s.recordElsewhere(s.node.closing, remoteRead{Op: "head", Bucket: bucket, Key: key, VersionID: versionID})
+	}
+	return s.Store.HeadVersion(bucket, key, versionID)
 }
 
 // filled runs open, and while it finds the record hollow fills it and

@@ -413,6 +413,7 @@ func (n *Node) peerHandler() http.Handler {
 	m.HandleFunc("GET /_b3/v1/move/records", n.handleRecords)
 	m.HandleFunc("POST /_b3/v1/list", n.handleList)
 	m.HandleFunc("POST /_b3/v1/delete", n.handleDelete)
+	m.HandleFunc("POST /_b3/v1/read", n.handleRead)
 	m.HandleFunc("POST /_b3/v1/cluster/settings", n.handleMapSetting)
 	m.Handle(adminForwardPrefix, http.HandlerFunc(n.handleAdminForward))
 	return m

@@ -85,15 +85,12 @@ func (s *Store) proposeDeletion(bucket, key string, d objstore.Deletion) applyRe
 // record in a bucket that never had versioning (returned), a delete
 // marker otherwise.
 func (s *Store) DeleteObject(bucket, key string) (*meta.Object, error) {
-	if g := s.ownerElsewhere(bucket, key); g != "" {
+	if s.ownerElsewhere(bucket, key) != "" {
 		if _, err := s.GetBucket(bucket); err != nil {
 			return nil, err
 		}
-		ans, err := s.deleteElsewhere(s.node.closing, g, remoteDelete{Bucket: bucket, Key: key, Plain: true})
-		if err != nil {
-			return nil, err
-		}
-		return ans.Object, ans.err()
+		ans, err := s.deleteElsewhere(s.node.closing, remoteDelete{Bucket: bucket, Key: key, Plain: true})
+		return ans.Object, err
 	}
 	return s.deleteObjectHere(bucket, key)
 }
@@ -113,15 +110,12 @@ func (s *Store) deleteObjectHere(bucket, key string) (*meta.Object, error) {
 
 // DeleteVersioned is objstore's DeleteVersioned through the log.
 func (s *Store) DeleteVersioned(bucket, key, versionID string, bypassGovernance bool) (objstore.DeleteResult, error) {
-	if g := s.ownerElsewhere(bucket, key); g != "" {
+	if s.ownerElsewhere(bucket, key) != "" {
 		if _, err := s.GetBucket(bucket); err != nil {
 			return objstore.DeleteResult{}, err
 		}
-		ans, err := s.deleteElsewhere(s.node.closing, g, remoteDelete{Bucket: bucket, Key: key, VersionID: versionID, Bypass: bypassGovernance})
-		if err != nil {
-			return objstore.DeleteResult{}, err
-		}
-		return ans.Result, ans.err()
+		ans, err := s.deleteElsewhere(s.node.closing, remoteDelete{Bucket: bucket, Key: key, VersionID: versionID, Bypass: bypassGovernance})
+		return ans.Result, err
 	}
 	return s.deleteVersionedHere(bucket, key, versionID, bypassGovernance)
 }

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -655,7 +656,9 @@ func TestClusterGroupsKill(t *testing.T) {
 // then they take writes again at once, in g1. g2 comes back (SIGCONT):
 // its switch is refused, and once rebalancing resumes the partitions
 // move to it; every object, the one written after the cancel included,
-// reads back through every node and router.
+// reads back through every node and router. Then copies and
+// DeleteObjects across the two groups (copyAcrossGroups,
+// deleteAcrossGroups).
 func TestClusterGroupsCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -704,6 +707,9 @@ func TestClusterGroupsCancel(t *testing.T) {
 			return s.Balanced || len(s.Moves) > 0 && s.Moves[0].Fenced
 		})
 		signalG2(syscall.SIGSTOP)
+		// A switch g2 asked for just before it froze still commits in g1:
+		// look once any such change had time to reach the status.
+		time.Sleep(2 * time.Second)
 		s, err := tg.status(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -754,6 +760,86 @@ func TestClusterGroupsCancel(t *testing.T) {
 	waitStatus(ctx, t, tg, "balanced again", func(s admin.ClusterStatus) bool {
 		return s.Balanced && s.Groups[1].Partitions > 0
 	})
+	readsBackEverywhere(ctx, t, tg, bucket, want)
+	copyAcrossGroups(ctx, t, tg, bucket, want)
+	deleteAcrossGroups(ctx, t, tg, bucket, want)
+}
+
+// copyAcrossGroups: a copy runs on the destination key's group and reads
+// its source from the source key's group: CopyObject and UploadPartCopy
+// (a range) from a key of the other group succeed with no retry and read
+// back through every node and router; a copy-source precondition is
+// judged on the source's record, and a missing source is NoSuchKey.
+func copyAcrossGroups(ctx context.Context, t *testing.T, tg *twoGroups, bucket string, objects map[string][]byte) {
+	owners := ownersOf(t, tg)
+	ownerOf := func(k string) string { return owners[partition.Of(bucket, k, len(owners))] }
+	var src, dst [2]string // by group: a source key, a free destination key
+	for k := range objects {
+		if i := slices.Index([]string{"g1", "g2"}, ownerOf(k)); i >= 0 && src[i] == "" && len(objects[k]) >= 3000 {
+			src[i] = k
+		}
+	}
+	for i := 0; dst[0] == "" || dst[1] == ""; i++ {
+		k := fmt.Sprintf("copy-%d", i)
+		if g := slices.Index([]string{"g1", "g2"}, ownerOf(k)); dst[g] == "" {
+			dst[g] = k
+		}
+	}
+	if src[0] == "" || src[1] == "" {
+		t.Fatalf("no source key in each group: %q", src)
+	}
+	noRetry := func(o *s3.Options) { o.RetryMaxAttempts = 1 }
+	cl := tg.g1.ClientOf(tg.routers[0], 30*time.Second)
+	copied := map[string][]byte{}
+	for i := range 2 {
+		from, to := src[i], dst[1-i] // a key of one group to a key of the other
+		out, err := cl.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(bucket), Key: aws.String(to),
+			CopySource: aws.String(bucket + "/" + from)}, noRetry)
+		if err != nil {
+			t.Fatalf("copy %s (%s) to %s (%s): %v", from, ownerOf(from), to, ownerOf(to), err)
+		}
+		if got, want := aws.ToString(out.CopyObjectResult.ETag), fmt.Sprintf("\"%x\"", md5.Sum(objects[from])); got != want {
+			t.Fatalf("copy %s to %s: ETag %s, want %s", from, to, got, want)
+		}
+		copied[to] = objects[from]
+		_, err = cl.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(bucket), Key: aws.String(to + "-no"),
+			CopySource: aws.String(bucket + "/" + from), CopySourceIfMatch: aws.String(`"0123"`)}, noRetry)
+		if testutil.APICode(err) != "PreconditionFailed" {
+			t.Fatalf("copy of %s with a wrong x-amz-copy-source-if-match: %v, want PreconditionFailed", from, err)
+		}
+	}
+	var missing string
+	for i := 0; missing == ""; i++ {
+		if k := fmt.Sprintf("none-%d", i); ownerOf(k) != ownerOf(dst[0]) {
+			missing = k
+		}
+	}
+	if _, err := cl.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(bucket), Key: aws.String(dst[0] + "-no"),
+		CopySource: aws.String(bucket + "/" + missing)}, noRetry); testutil.APICode(err) != "NoSuchKey" {
+		t.Fatalf("copy of a missing key of the other group: %v, want NoSuchKey", err)
+	}
+	// UploadPartCopy of a range of a key of g2 into an upload to a key of g1.
+	up, err := cl.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(dst[0] + "-parts")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := cl.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: aws.String(bucket), Key: up.Key, UploadId: up.UploadId, PartNumber: aws.Int32(1),
+		CopySource: aws.String(bucket + "/" + src[1]), CopySourceRange: aws.String("bytes=100-2099")}, noRetry)
+	if err != nil {
+		t.Fatalf("UploadPartCopy from %s (%s) into %s (%s): %v", src[1], ownerOf(src[1]), *up.Key, ownerOf(*up.Key), err)
+	}
+	if _, err := cl.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(bucket), Key: up.Key, UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: part.CopyPartResult.ETag, PartNumber: aws.Int32(1)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	copied[*up.Key] = objects[src[1]][100:2100]
+	readsBackEverywhere(ctx, t, tg, bucket, copied)
+}
+
+// readsBackEverywhere checks that every object of want reads back, the
+// same bytes, through every node and router.
+func readsBackEverywhere(ctx context.Context, t *testing.T, tg *twoGroups, bucket string, want map[string][]byte) {
+	t.Helper()
 	for _, ep := range tg.endpoints() {
 		c := retrying(tg.g1.ClientOf(ep, 30*time.Second))
 		for k, b := range want {
@@ -763,7 +849,6 @@ func TestClusterGroupsCancel(t *testing.T) {
 			}
 		}
 	}
-	deleteAcrossGroups(ctx, t, tg, bucket, want)
 }
 
 // deleteAcrossGroups: DeleteObjects names its keys in the body and runs

@@ -302,6 +302,9 @@ func (s *Store) HeadObject(bucket, key string) (*meta.Object, error) {
 	if s.ownerElsewhere(bucket, key) != "" {
 		return s.recordElsewhere(s.node.closing, remoteRead{Op: "head", Bucket: bucket, Key: key})
 	}
+	if err := s.node.ownsRead(bucket, key); err != nil {
+		return nil, err
+	}
 	return s.Store.HeadObject(bucket, key)
 }
 
@@ -309,6 +312,9 @@ func (s *Store) HeadObject(bucket, key string) (*meta.Object, error) {
 func (s *Store) HeadVersion(bucket, key, versionID string) (*meta.Object, error) {
 	if s.ownerElsewhere(bucket, key) != "" {
 		return s.recordElsewhere(s.node.closing, remoteRead{Op: "head", Bucket: bucket, Key: key, VersionID: versionID})
+	}
+	if err := s.node.ownsRead(bucket, key); err != nil {
+		return nil, err
 	}
 	return s.Store.HeadVersion(bucket, key, versionID)
 }

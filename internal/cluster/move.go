@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -66,6 +67,11 @@ import (
 
 // moveBatch bounds the partitions one batch of moves carries.
 const moveBatch = 256
+
+// fencePause holds a destination between the fence and its last sync,
+// for tests that need a batch to stay fenced (B3_TEST_FENCE_PAUSE, a
+// duration); unset outside tests.
+var fencePause, _ = time.ParseDuration(os.Getenv("B3_TEST_FENCE_PAUSE"))
 
 // A destination fences once a sync copied at most fenceBelow records, or
 // after maxSyncs syncs.
@@ -167,12 +173,17 @@ func (n *Node) checkOwner(bucket, key string) error {
 }
 
 // ownsRead refuses a read of bucket/key unless this group owns its
-// partition by the map it knows.
+// partition by the map it knows and is not giving it away: once the
+// source confirmed a fence, the destination may switch and take writes
+// at any moment, and a source member that has not learned the switch (cut
+// off from the first group) must not answer from its copy then. The
+// fenced time is one short sync; clients retry the 503.
 func (n *Node) ownsRead(bucket, key string) error {
-	if m := n.cmap.load(); m != nil && len(m.Groups) > 1 && m.Owner(bucket, key) != n.cfg.Group {
-		return errWrongGroup
+	m := n.cmap.load()
+	if m == nil || len(m.Groups) < 2 {
+		return nil
 	}
-	return nil
+	return n.checkOwner(bucket, key)
 }
 
 // errMoving: the write's partition is moving to another group, in its
@@ -431,6 +442,13 @@ func (n *Node) receive(ctx context.Context, from string, parts []int) error {
 		return err
 	}
 	n.log.Info("fence holds", "from", from, "partitions", len(parts), "epoch", fenced.Epoch)
+	if fencePause > 0 {
+		select {
+		case <-time.After(fencePause):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if _, err := n.syncFrom(ctx, from, parts, fenced.Epoch); err != nil {
 		return err
 	}

@@ -24,6 +24,8 @@ type ClusterOptions struct {
 	Nodes       int    // default 3
 	Replication string // "sync" (default) or "async"
 	Args        []string
+	// Env is added to every node's environment.
+	Env []string
 	// NodeArgs, if set, adds flags of node i's own (after Args).
 	NodeArgs func(i int, n *ClusterNode) []string
 	// Secret is the cluster secret (B3_CLUSTER_SECRET) the nodes start
@@ -259,10 +261,10 @@ func (c *Cluster) Start(i int) error {
 		argv := Exec(c.opts.Network.Nodes[i], append([]string{bin}, args...)...)
 		bin, args = argv[0], argv[1:]
 	}
-	p, err := Start(n.ID, bin, args, []string{
+	p, err := Start(n.ID, bin, args, append([]string{
 		"B3_ACCESS_KEY=" + c.opts.AccessKey, "B3_SECRET_KEY=" + c.opts.SecretKey, "B3_ADMIN_TOKEN=" + c.AdminToken,
 		"B3_CLUSTER_SECRET=" + c.Secrets[i],
-	})
+	}, c.opts.Env...))
 	if err != nil {
 		return err
 	}

@@ -39,13 +39,13 @@ type twoGroups struct {
 	admin       string // the first router's admin URL
 }
 
-func startTwoGroups(t *testing.T, beforeG2 func(*testutil.Cluster)) *twoGroups {
+func startTwoGroups(t *testing.T, beforeG2 func(*testutil.Cluster), g2Env ...string) *twoGroups {
 	t.Helper()
 	tg := &twoGroups{g1: testutil.StartCluster(t, testutil.ClusterOptions{})}
 	if beforeG2 != nil {
 		beforeG2(tg.g1)
 	}
-	tg.g2 = testutil.StartCluster(t, testutil.ClusterOptions{FirstID: 3,
+	tg.g2 = testutil.StartCluster(t, testutil.ClusterOptions{FirstID: 3, Env: g2Env,
 		Args: []string{"--group", "g2", "--cluster-seeds", tg.g1.Nodes[0].ClusterAddr}})
 	adminAddr := testutil.FreeAddr(t)
 	p1, r1 := tg.g1.StartRouter([]string{tg.g1.Nodes[0].ClusterAddr}, "--admin-address", adminAddr)
@@ -652,7 +652,8 @@ func TestClusterGroupsKill(t *testing.T) {
 
 // TestClusterGroupsCancel: a batch of moves to g2 is fenced, then the
 // whole of g2 stops answering (SIGSTOP of its three nodes): the fenced
-// partitions refuse writes (503) until an operator cancels the moves;
+// partitions refuse writes and reads (503) until an operator cancels the
+// moves;
 // then they take writes again at once, in g1. g2 comes back (SIGCONT):
 // its switch is refused, and once rebalancing resumes the partitions
 // move to it; every object, the one written after the cancel included,
@@ -662,7 +663,9 @@ func TestClusterGroupsKill(t *testing.T) {
 func TestClusterGroupsCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	tg := startTwoGroups(t, nil)
+	// g2, as a destination, holds each batch fenced for 4 s before its last
+	// sync: the moment to freeze it.
+	tg := startTwoGroups(t, nil, "B3_TEST_FENCE_PAUSE=4s")
 	tg.waitBalanced(ctx, t)
 	cl := root0(tg)
 	const bucket = "held"
@@ -670,8 +673,7 @@ func TestClusterGroupsCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]byte{}
-	// Enough records that the last sync, after the fence, takes a moment.
-	for i := range 600 {
+	for i := range 300 {
 		key := fmt.Sprintf("obj-%04d", i)
 		body := randomBytes(uint64(i), []int{100, 3000}[i%2])
 		if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
@@ -707,9 +709,9 @@ func TestClusterGroupsCancel(t *testing.T) {
 			return s.Balanced || len(s.Moves) > 0 && s.Moves[0].Fenced
 		})
 		signalG2(syscall.SIGSTOP)
-		// A switch g2 asked for just before it froze still commits in g1:
-		// look once any such change had time to reach the status.
-		time.Sleep(2 * time.Second)
+		// A switch g2 asked for just before it froze (its pause is over)
+		// still commits in g1: look once such a change reached the status.
+		time.Sleep(time.Second)
 		s, err := tg.status(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -740,6 +742,24 @@ func TestClusterGroupsCancel(t *testing.T) {
 	if err := put(); testutil.APICode(err) != "SlowDown" {
 		t.Fatalf("a write of a fenced partition with its destination frozen: %v, want 503 SlowDown", err)
 	}
+	// Reads too: the destination may have switched and taken writes.
+	var held string
+	for k := range want {
+		if moving[partition.Of(bucket, k, 1024)] {
+			held = k
+			break
+		}
+	}
+	get := func() error {
+		_, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(held)}, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+		return err
+	}
+	if held == "" {
+		t.Fatal("no object in the fenced partitions")
+	}
+	if err := get(); testutil.APICode(err) != "SlowDown" {
+		t.Fatalf("a read of a fenced partition: %v, want 503 SlowDown", err)
+	}
 	st, err := rb.CancelMoves(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -751,6 +771,9 @@ func TestClusterGroupsCancel(t *testing.T) {
 	// the map is in its own log.
 	if err := put(); err != nil {
 		t.Fatalf("a write of a cancelled move's partition: %v", err)
+	}
+	if err := get(); err != nil {
+		t.Fatalf("a read of a cancelled move's partition: %v", err)
 	}
 	want[key] = body
 	signalG2(syscall.SIGCONT)

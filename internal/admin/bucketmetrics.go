@@ -86,7 +86,7 @@ func (c *BucketCollector) scan() {
 	all, err := c.store.ListBuckets()
 	var counts map[string][2]int64
 	if err == nil {
-		counts, err = usage(c.store)
+		counts, err = Usage(c.store, nil)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

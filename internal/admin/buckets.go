@@ -61,9 +61,21 @@ type UserRemoved struct {
 }
 
 // usage counts objects and bytes per bucket in one metadata scan.
-func usage(store *objstore.Store) (map[string][2]int64, error) {
+func (s *Server) usage(ctx context.Context) (map[string][2]int64, error) {
+	if s.cfg.Usage != nil {
+		return s.cfg.Usage(ctx)
+	}
+	return Usage(s.cfg.Store, nil)
+}
+
+// Usage counts the current objects and their bytes per bucket in store,
+// of the keys keep selects (nil: all).
+func Usage(store *objstore.Store, keep func(bucket, key string) bool) (map[string][2]int64, error) {
 	out := map[string][2]int64{}
 	err := store.Meta().ScanObjects("", "", func(o *meta.Object) error {
+		if keep != nil && !keep(o.Bucket, o.Key) {
+			return nil
+		}
 		u := out[o.Bucket]
 		u[0]++
 		u[1] += o.Size
@@ -83,12 +95,12 @@ func (s *Server) userNames() map[string]string {
 	return names
 }
 
-func (s *Server) listBuckets(w http.ResponseWriter, _ *http.Request) error {
+func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request) error {
 	all, err := s.cfg.Store.ListBuckets()
 	if err != nil {
 		return err
 	}
-	counts, err := usage(s.cfg.Store)
+	counts, err := s.usage(r.Context())
 	if err != nil {
 		return err
 	}

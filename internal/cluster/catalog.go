@@ -382,3 +382,55 @@ func (n *Node) handleBucketEmpty(w http.ResponseWriter, r *http.Request) {
 	}
 	admin.WriteJSON(w, http.StatusOK, map[string]bool{"Empty": empty})
 }
+
+// usage counts objects and bytes per bucket across the groups: each
+// group's leader counts the keys of the partitions its group owns
+// (GET /_b3/v1/usage), never what a move left behind; the admin API's
+// bucket list and object counts (b3 admin buckets, stats --objects).
+func (n *Node) usage(ctx context.Context) (map[string][2]int64, error) {
+	m := n.cmap.load()
+	if m == nil || len(m.Groups) == 1 {
+		return admin.Usage(n.store, nil)
+	}
+	ms := n.mesh()
+	total := map[string][2]int64{}
+	counts := m.Counts()
+	for _, g := range m.Groups {
+		if counts[g.Name] == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		addr, err := ms.leaderOf(ctx, &g)
+		var part map[string][2]int64
+		if err == nil {
+			err = getJSON(ctx, ms.http, addr, "/_b3/v1/usage", &part)
+		}
+		cancel()
+		if err != nil {
+			ms.leaders.forget(g.Name, addr)
+			return nil, fmt.Errorf("usage of group %s: %w", g.Name, err)
+		}
+		for b, u := range part {
+			t := total[b]
+			total[b] = [2]int64{t[0] + u[0], t[1] + u[1]}
+		}
+	}
+	return total, nil
+}
+
+// handleUsage serves GET /_b3/v1/usage: this group's objects and bytes
+// per bucket, of the partitions it owns; on its leader.
+func (n *Node) handleUsage(w http.ResponseWriter, r *http.Request) {
+	if !n.leading() {
+		w.Header().Set(notLeaderHeader, "1")
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "not the leader"})
+		return
+	}
+	m := n.cmap.load()
+	out, err := admin.Usage(n.store, func(bucket, key string) bool { return m == nil || m.Owner(bucket, key) == n.cfg.Group })
+	if err != nil {
+		admin.WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	admin.WriteJSON(w, http.StatusOK, out)
+}

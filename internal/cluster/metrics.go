@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/b3-storage/b3/internal/partition"
 )
 
 // collector exports the node's replication state on /metrics.
@@ -39,10 +42,20 @@ var (
 		"1 while this node's own disk (full, or failing) keeps its state machine from applying bytes a member holds: it does not stand for election and hands leadership over until it recovers.", nil, nil)
 	descBlockedIndex = prometheus.NewDesc("b3_cluster_apply_blocked_index",
 		"Log index of the command whose bytes this node's state machine waits for (0: none).", nil, nil)
+
+	// Several groups (cmap.go, move.go): the map as this node knows it.
+	descMapEpoch   = prometheus.NewDesc("b3_cluster_map_epoch", "Epoch of the cluster map this node knows.", nil, nil)
+	descPartitions = prometheus.NewDesc("b3_cluster_group_partitions", "Partitions each group owns, by the map this node knows.", []string{"group"}, nil)
+	descTargets    = prometheus.NewDesc("b3_cluster_group_target_partitions", "Partitions each group is to own once balanced (its share by weight or capacity).", []string{"group"}, nil)
+	descMoving     = prometheus.NewDesc("b3_cluster_moving_partitions",
+		"Partitions under way from one group to another; fenced ones refuse reads and writes until they switch.", []string{"from", "to", "fenced"}, nil)
+	descReceived = prometheus.NewDesc("b3_cluster_partitions_received_total", "Partitions moves brought to this node's group while it led (since the process started).", nil, nil)
+	descCopied   = prometheus.NewDesc("b3_cluster_move_records_copied_total", "Records this node copied from another group while receiving partitions (since the process started).", nil, nil)
 )
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore, descPrefetch, descLagBytes, descLagSeconds, descTLSExpiry, descBlocked, descBlockedIndex, descLocalFault} {
+	for _, d := range []*prometheus.Desc{descLeader, descTerm, descApplied, descLast, descPending, descContact, descSnap, descFirst, descHandled, descRestore, descPrefetch, descLagBytes, descLagSeconds, descTLSExpiry, descBlocked, descBlockedIndex, descLocalFault,
+		descMapEpoch, descPartitions, descTargets, descMoving, descReceived, descCopied} {
 		ch <- d
 	}
 }
@@ -90,5 +103,47 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if n.raft.State() != raft.Leader {
 		gauge(descContact, info.LastContactSeconds)
+	}
+	collectMap(ch, n.cmap.load(), true)
+	ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(n.moved.Load()))
+	ch <- prometheus.MustNewConstMetric(descCopied, prometheus.CounterValue, float64(n.copied.Load()))
+}
+
+// mapCollector exports the map a router routes by: partitions and
+// targets per group, moves under way.
+type mapCollector struct{ maps *mapState }
+
+func (c mapCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descPartitions, descTargets, descMoving} {
+		ch <- d
+	}
+}
+
+func (c mapCollector) Collect(ch chan<- prometheus.Metric) { collectMap(ch, c.maps.load(), false) }
+
+// collectMap reports the map's epoch, each group's partitions and
+// target, and the moves under way by source, destination and fence.
+func collectMap(ch chan<- prometheus.Metric, m *partition.Map, epoch bool) {
+	if m == nil {
+		return
+	}
+	if epoch { // a router has its own b3_router_map_epoch
+		ch <- prometheus.MustNewConstMetric(descMapEpoch, prometheus.GaugeValue, float64(m.Epoch))
+	}
+	counts, targets := m.Counts(), m.Targets()
+	for _, g := range m.Groups {
+		ch <- prometheus.MustNewConstMetric(descPartitions, prometheus.GaugeValue, float64(counts[g.Name]), g.Name)
+		ch <- prometheus.MustNewConstMetric(descTargets, prometheus.GaugeValue, float64(targets[g.Name]), g.Name)
+	}
+	type way struct {
+		from, to string
+		fenced   bool
+	}
+	moving := map[way]int{}
+	for _, mv := range m.Moves {
+		moving[way{mv.From, mv.To, mv.Fenced}]++
+	}
+	for w, c := range moving {
+		ch <- prometheus.MustNewConstMetric(descMoving, prometheus.GaugeValue, float64(c), w.from, w.to, strconv.FormatBool(w.fenced))
 	}
 }

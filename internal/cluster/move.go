@@ -555,6 +555,7 @@ func (n *Node) syncFrom(ctx context.Context, from string, parts []int, fence uin
 		}
 	}
 	copied, err := copies.wait()
+	n.copied.Add(int64(copied))
 	if err != nil {
 		return 0, err
 	}

@@ -364,6 +364,7 @@ type Node struct {
 	fenceMu   sync.RWMutex
 	receiving atomic.Bool
 	moved     atomic.Int64
+	copied    atomic.Int64 // records a sync copied here (move.go)
 	api       *s3api.Server
 	backend   *Store
 	// adminLeader serves the admin API's cluster-wide changes forwarded

@@ -96,7 +96,7 @@ func RunRouter(ctx context.Context, cfg RouterConfig, out io.Writer) error {
 			return float64(m.Epoch)
 		}
 		return 0
-	}))
+	}), mapCollector{rt.cmap})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go followMap(ctx, rt.ms, rt.cmap, func() []string { return mapSources(rt.cmap.load(), cfg.Seeds) }, rt.log.Warn)

@@ -414,6 +414,7 @@ func (n *Node) peerHandler() http.Handler {
 	m.HandleFunc("POST /_b3/v1/list", n.handleList)
 	m.HandleFunc("POST /_b3/v1/delete", n.handleDelete)
 	m.HandleFunc("POST /_b3/v1/read", n.handleRead)
+	m.HandleFunc("GET /_b3/v1/usage", n.handleUsage)
 	m.HandleFunc("POST /_b3/v1/cluster/settings", n.handleMapSetting)
 	m.Handle(adminForwardPrefix, http.HandlerFunc(n.handleAdminForward))
 	return m
@@ -540,7 +541,7 @@ func (n *Node) adminHandler() (http.Handler, *admin.Server, error) {
 	inner, err := admin.New(admin.Config{Store: n.store, Writes: n.backend, Limiter: n.limiter, Users: nodeUsers{n}, Token: token, MetricsToken: n.cfg.MetricsToken,
 		Logger: n.log, Registry: n.registry,
 		Ready: func() bool { _, id := n.raft.LeaderWithID(); return id != "" && !n.faulty.Load() }, Context: n.closing,
-		Overrides: n.overrides, Configured: n.configured, KMS: n.api})
+		Overrides: n.overrides, Configured: n.configured, KMS: n.api, Usage: n.usage})
 	if err != nil {
 		return nil, nil, err
 	}

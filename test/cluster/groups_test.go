@@ -760,6 +760,10 @@ func TestClusterGroupsCancel(t *testing.T) {
 	if err := get(); testutil.APICode(err) != "SlowDown" {
 		t.Fatalf("a read of a fenced partition: %v, want 503 SlowDown", err)
 	}
+	// The metrics of a g1 node say so too.
+	if v := mustMetric(t, tg.g1, 0, `b3_cluster_moving_partitions{fenced="true",from="g1",to="g2"}`); int(v) != len(fenced) {
+		t.Fatalf("b3_cluster_moving_partitions fenced g1 -> g2: %v, want %d", v, len(fenced))
+	}
 	st, err := rb.CancelMoves(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -780,12 +784,44 @@ func TestClusterGroupsCancel(t *testing.T) {
 	if _, err := rb.SetRebalance(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(ctx, t, tg, "balanced again", func(s admin.ClusterStatus) bool {
+	st = waitStatus(ctx, t, tg, "balanced again", func(s admin.ClusterStatus) bool {
 		return s.Balanced && s.Groups[1].Partitions > 0
 	})
+	// Every g2 member knows the map the status shows (within its poll);
+	// g2's leader received partitions and copied records.
+	for i := range tg.g2.Nodes {
+		const series = `b3_cluster_group_partitions{group="g2"}`
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if v := mustMetric(t, tg.g2, i, series); int(v) == st.Groups[1].Partitions {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("%s on %s: %v, want %d", series, tg.g2.Nodes[i].ID, v, st.Groups[1].Partitions)
+			}
+		}
+	}
+	var received, copied float64
+	for i := range tg.g2.Nodes {
+		received += mustMetric(t, tg.g2, i, "b3_cluster_partitions_received_total")
+		copied += mustMetric(t, tg.g2, i, "b3_cluster_move_records_copied_total")
+	}
+	if received < float64(st.Groups[1].Partitions) || copied == 0 {
+		t.Fatalf("g2's members received %v partitions and copied %v records; want at least %d partitions and some records", received, copied, st.Groups[1].Partitions)
+	}
 	readsBackEverywhere(ctx, t, tg, bucket, want)
 	copyAcrossGroups(ctx, t, tg, bucket, want)
 	deleteAcrossGroups(ctx, t, tg, bucket, want)
+	// The admin API's bucket list counts every group's objects, from a
+	// member of either group: 301 written, 3 copies, 200 deleted.
+	for _, c := range []*testutil.Cluster{tg.g1, tg.g2} {
+		bs, err := (&admin.Client{Endpoint: "http://" + c.Nodes[1].AdminAddr, Token: c.AdminToken}).Buckets(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(bs, func(b admin.Bucket) bool { return b.Name == bucket })
+		if i < 0 || bs[i].Objects != int64(len(want)+3-200) {
+			t.Fatalf("b3 admin buckets on %s: %+v, want %s with %d objects", c.Nodes[1].ID, bs, bucket, len(want)+3-200)
+		}
+	}
 }
 
 // copyAcrossGroups: a copy runs on the destination key's group and reads
@@ -989,13 +1025,13 @@ func ownersOf(t *testing.T, tg *twoGroups) []string {
 	return m.Owners
 }
 
-// waitStatus waits until the cluster's status meets ok.
-func waitStatus(ctx context.Context, t *testing.T, tg *twoGroups, what string, ok func(admin.ClusterStatus) bool) {
+// waitStatus waits until the cluster's status meets ok, and returns it.
+func waitStatus(ctx context.Context, t *testing.T, tg *twoGroups, what string, ok func(admin.ClusterStatus) bool) admin.ClusterStatus {
 	t.Helper()
 	for {
 		s, err := tg.status(ctx)
 		if err == nil && len(s.Groups) == 2 && ok(s) {
-			return
+			return s
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("waiting for %s: %+v, %v", what, s, err)

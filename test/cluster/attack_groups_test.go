@@ -320,9 +320,37 @@ func TestAttackGroupsBoundaries(t *testing.T) {
 		t.Errorf("g2's leader deleted a bucket the first group never decided to: %d %s", code, out)
 	}
 
+	// A source gives only the records of partitions moving from it to
+	// the asker, and the first group switches only fenced moves: with no
+	// move under way, every leader refuses both.
+	l1, err := tg.g1.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leader := range []string{tg.g1.Nodes[l1].ClusterAddr, tg.g2.Nodes[l2].ClusterAddr} {
+		for _, q := range []string{"to=g2&partitions=0,1,2", "to=g1&partitions=0,1,2", "to=&partitions=5", "to=g2&partitions=", "to=g2&partitions=0,1&fence=1"} {
+			code, out := peerDo(ctx, t, leader, secret, "GET", "/_b3/v1/move/records?"+q, nil, "")
+			if code < 400 {
+				t.Errorf("%s gave records (%s) of partitions it does not give: %d %.300s", leader, q, code, out)
+			}
+		}
+	}
+	for _, op := range []string{"switch", "fence"} {
+		code, out := peerDo(ctx, t, tg.g1.Nodes[l1].ClusterAddr, secret, "POST", "/_b3/v1/cluster/move", nil,
+			`{"op":"`+op+`","to":"g2","partitions":[`+fmt.Sprint(m.Partition(bucket, privKeys[0]))+`]}`)
+		if code < 400 {
+			t.Errorf("the first group's leader took a %s of a partition that is not moving: %d %.300s", op, code, out)
+		}
+	}
+
 	// Nothing changed: the map (no switch, no pause, no drain, g1's
 	// members), the users on every node of both groups, the bucket.
 	m2 := clusterMap(ctx, t, tg.g1.Nodes[0].ClusterAddr)
+	for p := range m.Owners {
+		if m.Owners[p] != m2.Owners[p] {
+			t.Errorf("partition %d went from %s to %s", p, m.Owners[p], m2.Owners[p])
+		}
+	}
 	if m2.Paused || len(m2.Groups) != 2 {
 		t.Errorf("the map changed: paused %v, %d groups", m2.Paused, len(m2.Groups))
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -400,4 +401,76 @@ func TestAttackGroupsBoundaries(t *testing.T) {
 	}
 	_ = ak
 	_ = st
+}
+
+// TestAttackGroupsRouterTLS: a router serving HTTPS passes its client's
+// TLS state on: a policy that opens keys only over TLS lets an anonymous
+// HTTPS client read them in both groups, through the router and through
+// a node of each group (plain HTTP with forged forward headers is
+// refused in TestAttackGroupsBoundaries).
+func TestAttackGroupsRouterTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ca := testutil.NewCA(t)
+	tg := &twoGroups{g1: testutil.StartCluster(t, testutil.ClusterOptions{CA: ca})}
+	tg.g2 = testutil.StartCluster(t, testutil.ClusterOptions{FirstID: 3, CA: ca,
+		Args: []string{"--group", "g2", "--cluster-seeds", tg.g1.Nodes[0].ClusterAddr}})
+	adminAddr := testutil.FreeAddr(t)
+	p, _ := tg.g1.StartRouter([]string{tg.g1.Nodes[0].ClusterAddr}, "--admin-address", adminAddr,
+		"--tls-cert", tg.g1.TLSCert, "--tls-key", tg.g1.TLSKey)
+	tg.routerProcs, tg.admin = []*testutil.Process{p}, "http://"+adminAddr
+	var routerURL string
+	for _, line := range strings.Split(p.Output.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "S3" {
+			routerURL = f[2]
+		}
+	}
+	if !strings.HasPrefix(routerURL, "https://") {
+		t.Fatalf("router URL %q", routerURL)
+	}
+	tg.waitBalanced(ctx, t)
+	ak, sk := tg.g1.Keys()
+	root := retrying(testutil.S3ClientCA(routerURL, ak, sk, 30*time.Second, ca.Pool()))
+	const bucket = "tlsonly"
+	if err := createBucket(ctx, root, bucket); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.DeletePublicAccessBlock(ctx, &s3.DeletePublicAccessBlockInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	pol := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::tlsonly/*","Condition":{"Bool":{"aws:SecureTransport":"true"}}}]}`
+	if _, err := root.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(bucket), Policy: aws.String(pol)}); err != nil {
+		t.Fatal(err)
+	}
+	m := clusterMap(ctx, t, tg.g1.Nodes[0].ClusterAddr)
+	body := randomBytes(5, 9000)
+	var keys []string
+	for _, g := range []string{"g1", "g2"} {
+		k := keyIn(t, m, bucket, "seg-", g)
+		keys = append(keys, k)
+		if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(k), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
+	for _, ep := range []string{routerURL, tg.g1.Nodes[1].Endpoint(), tg.g2.Nodes[1].Endpoint()} {
+		for _, k := range keys {
+			for {
+				resp, err := hc.Get(ep + "/" + bucket + "/" + k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusServiceUnavailable && ctx.Err() == nil {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				if resp.StatusCode != http.StatusOK || !bytes.Equal(out, body) {
+					t.Errorf("anonymous HTTPS GET %s through %s: %d %.200s", k, ep, resp.StatusCode, out)
+				}
+				break
+			}
+		}
+	}
 }

@@ -225,6 +225,27 @@ func TestAttackGroupsBoundaries(t *testing.T) {
 			}
 		}
 	}
+	// The consoles (not logged in) answer none of them either.
+	for _, c := range []*testutil.Cluster{tg.g1, tg.g2} {
+		for _, n := range c.Nodes {
+			for _, call := range calls {
+				req, err := http.NewRequestWithContext(ctx, call.method, "http://"+n.ConsoleAddr+call.path, strings.NewReader(call.body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatalf("console %s %s %s: %v", n.ID, call.method, call.path, err)
+				}
+				out, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if (resp.StatusCode < 300 && strings.Contains(resp.Header.Get("Content-Type"), "json")) ||
+					bytes.Contains(out, []byte(sk)) || bytes.Contains(out, []byte(`"cluster_id"`)) || bytes.Contains(out, []byte(`"owners"`)) {
+					t.Errorf("console of %s: %s %s: %d %s: %.200s", n.ID, call.method, call.path, resp.StatusCode, resp.Header.Get("Content-Type"), out)
+				}
+			}
+		}
+	}
 	// The router's metrics are the admin token's (a node's are open by
 	// design, docs/SECURITY.md).
 	if resp, err := http.Get(tg.admin + "/metrics"); err == nil {

@@ -342,6 +342,32 @@ func TestAttackGroupsBoundaries(t *testing.T) {
 		t.Errorf("g2's leader deleted a bucket the first group never decided to: %d %s", code, out)
 	}
 
+	// A forwarded request is served by the leader of the owning group or
+	// refused, never forwarded again (no loop): a follower of g2 and
+	// g2's leader asked for a key of g1 both answer 503.
+	fwd := map[string]string{"X-B3-Forwarded-Client": "127.0.0.9:1", "X-B3-Forwarded-Tls": "1"}
+	for i, n := range tg.g2.Nodes {
+		path := "/" + bucket + "/" + ipKeys[1]
+		if i == l2 {
+			path = "/" + bucket + "/" + ipKeys[0]
+		}
+		conn, err := cluster.DialPeer(ctx, n.ClusterAddr, secret, nil, 'F')
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nX-B3-Forwarded-Client: %s\r\nX-B3-Forwarded-Tls: %s\r\nConnection: close\r\n\r\n", path, fwd["X-B3-Forwarded-Client"], fwd["X-B3-Forwarded-Tls"])
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		conn.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("%s (leader %v) served a forwarded GET %s it does not lead or own: %d %.200s", n.ID, i == l2, path, resp.StatusCode, out)
+		}
+	}
+
 	// A source gives only the records of partitions moving from it to
 	// the asker, and the first group switches only fenced moves: with no
 	// move under way, every leader refuses both.

@@ -325,6 +325,20 @@ func TestAttackGroupsBoundaries(t *testing.T) {
 		}
 	}
 
+	// Anonymous listings and bucket calls (run on g1, asking g2 for its
+	// keys) are refused through every node and router.
+	for _, ep := range endpoints {
+		for _, q := range []string{"", "?list-type=2", "?versions", "?uploads", "?policy", "?acl", "?location"} {
+			code, out := get(outsider, ep+"/"+bucket+q, nil)
+			if code != http.StatusForbidden || bytes.Contains(out, []byte(privKeys[1])) || bytes.Contains(out, []byte(ipKeys[1])) {
+				t.Errorf("%s: anonymous GET /%s%s: %d, want 403: %.300s", ep, bucket, q, code, out)
+			}
+		}
+		if code, out := get(outsider, ep+"/", nil); code != http.StatusForbidden || bytes.Contains(out, []byte(bucket)) {
+			t.Errorf("%s: anonymous ListBuckets: %d: %.300s", ep, code, out)
+		}
+	}
+
 	// 5. A peer's user command to the second group's leader: the users
 	// are the first group's to decide.
 	l2, err := tg.g2.Leader(ctx)

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/b3-storage/b3/internal/admin"
+	"github.com/b3-storage/b3/internal/partition"
 )
 
 // Forwarding S3 requests to the leader.
@@ -245,6 +246,10 @@ func (n *Node) handleAdminForward(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case h == nil:
 		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "the leader " + n.cfg.ID + " has no admin API (start every node with an admin token)"})
+		return
+	case !n.firstGroup():
+		// Buckets and users are the first group's (catalog.go).
+		admin.WriteJSON(w, http.StatusMisdirectedRequest, map[string]string{"error": "admin changes are made by group " + partition.FirstGroup + "'s leader"})
 		return
 	case !n.leading():
 		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "this node no longer leads; retry"})

@@ -674,6 +674,12 @@ func (n *Node) handleUserCommand(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a user command", http.StatusBadRequest)
 		return
 	}
+	if !n.firstGroup() {
+		// Users are the first group's to decide (catalog.go): another
+		// group holds a copy, made only by its catalogue commands.
+		http.Error(w, "users are decided by group "+partition.FirstGroup+": ask its leader", http.StatusMisdirectedRequest)
+		return
+	}
 	if !n.leading() {
 		http.Error(w, "not the leader", http.StatusServiceUnavailable)
 		return

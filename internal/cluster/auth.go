@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,14 @@ import (
 //	listener → dialer    nonce L (32 random bytes) | HMAC-SHA256(secret, "listener" | D | L)
 //	dialer   → listener  HMAC-SHA256(secret, "dialer" | D | L) | protocol (raftMagic, protoHTTP or protoForward)
 //
+// A router opens with routerMagic instead and proves the router key, a
+// key derived from the secret (RouterKey) that does not give the secret:
+// the listener then serves it the forward side and, on the HTTP side,
+// only what a router needs (routerHandler). Whoever holds a router's
+// host can send S3 requests (which the leader authenticates) and change
+// operators' map settings, but cannot move, copy, fence or switch
+// partitions, propose users, or read or push object bytes.
+//
 // Each side proves it holds the secret over a nonce the other just chose,
 // so a recorded exchange cannot be replayed, and the two proofs differ by
 // role, so one cannot be reflected as the other. A listener closes a
@@ -41,8 +50,14 @@ import (
 // exchange runs inside mutual TLS, which does (peertls.go).
 const (
 	authMagic = "b3c1"
-	nonceSize = 32
-	protoHTTP = 'H'
+	// routerMagic opens a router's handshake: the same exchange on the
+	// router key (RouterKey) instead of the secret. A router's connection
+	// carries forwarded S3 requests, and on the HTTP side only the map,
+	// nodes' info and operators' map settings (routerHandler), never a
+	// node-to-node endpoint that moves, copies or decides data.
+	routerMagic = "b3r1"
+	nonceSize   = 32
+	protoHTTP   = 'H'
 	// protoForward carries S3 requests a node forwards to the leader on
 	// a client's behalf, and nothing else: its handler is the S3 API
 	// alone (forward.go), so no client path can reach the node-to-node
@@ -77,6 +92,10 @@ func authMAC(secret []byte, role string, d, l []byte) []byte {
 // key pair and CA bundle tlsID (peertls.go), or in the clear if tlsID is
 // nil. Every connection a node opens to another goes through here.
 func DialPeer(ctx context.Context, addr string, secret []byte, tlsID *tlsreload.Certificate, proto byte) (net.Conn, error) {
+	return dialAs(ctx, addr, authMagic, secret, tlsID, proto)
+}
+
+func dialAs(ctx context.Context, addr, magic string, secret []byte, tlsID *tlsreload.Certificate, proto byte) (net.Conn, error) {
 	c, err := (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 15 * time.Second}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
@@ -87,18 +106,41 @@ func DialPeer(ctx context.Context, addr string, secret []byte, tlsID *tlsreload.
 			return nil, fmt.Errorf("dial %s: %w", addr, err)
 		}
 	}
-	if err := clientHandshake(c, secret, proto); err != nil {
+	if err := handshakeAs(c, magic, secret, proto); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	return c, nil
 }
 
-func clientHandshake(c net.Conn, secret []byte, proto byte) error {
+// RouterKey is the key a router proves instead of the cluster secret,
+// derived from it: a router holding it can forward S3 requests and follow
+// the map, but cannot act as a member (b3 router key prints it).
+func RouterKey(secret string) (string, error) {
+	s, err := loadSecret("", secret)
+	if err != nil {
+		return "", err
+	}
+	return string(routerKeyOf(s)), nil
+}
+
+// routerKeyOf is RouterKey of the loaded secret, as the handshake uses it.
+func routerKeyOf(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("b3 router key v1"))
+	return []byte(base64.RawURLEncoding.EncodeToString(m.Sum(nil)))
+}
+
+// DialRouter is DialPeer for a router, proving the router key.
+func DialRouter(ctx context.Context, addr string, key []byte, tlsID *tlsreload.Certificate, proto byte) (net.Conn, error) {
+	return dialAs(ctx, addr, routerMagic, key, tlsID, proto)
+}
+
+func handshakeAs(c net.Conn, magic string, secret []byte, proto byte) error {
 	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	d := make([]byte, nonceSize)
 	_, _ = rand.Read(d)
-	if _, err := c.Write(append([]byte(authMagic), d...)); err != nil {
+	if _, err := c.Write(append([]byte(magic), d...)); err != nil {
 		return err
 	}
 	in := make([]byte, nonceSize+sha256.Size)
@@ -118,31 +160,35 @@ func clientHandshake(c net.Conn, secret []byte, proto byte) error {
 	return c.SetDeadline(time.Time{})
 }
 
-// serverHandshake authenticates a dialer and returns the protocol it
-// asked for.
-func serverHandshake(c net.Conn, r io.Reader, secret []byte) (byte, error) {
+// serverHandshake authenticates a dialer, a member (the secret) or a
+// router (routerKey), and returns the protocol it asked for.
+func serverHandshake(c net.Conn, r io.Reader, secret, routerKey []byte) (proto byte, router bool, err error) {
 	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	in := make([]byte, len(authMagic)+nonceSize)
 	if _, err := io.ReadFull(r, in); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if string(in[:len(authMagic)]) != authMagic {
-		return 0, errAuth
+	switch string(in[:len(authMagic)]) {
+	case authMagic:
+	case routerMagic:
+		router, secret = true, routerKey
+	default:
+		return 0, false, errAuth
 	}
 	d := in[len(authMagic):]
 	l := make([]byte, nonceSize)
 	_, _ = rand.Read(l)
 	if _, err := c.Write(append(l, authMAC(secret, "listener", d, l)...)); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	proof := make([]byte, sha256.Size+1)
 	if _, err := io.ReadFull(r, proof); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if !hmac.Equal(proof[:sha256.Size], authMAC(secret, "dialer", d, l)) {
-		return 0, errAuth
+		return 0, false, errAuth
 	}
-	return proof[sha256.Size], c.SetDeadline(time.Time{})
+	return proof[sha256.Size], router, c.SetDeadline(time.Time{})
 }
 
 // loadSecret returns the cluster secret: the one given (B3_CLUSTER_SECRET

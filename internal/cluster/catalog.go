@@ -214,6 +214,12 @@ func (n *Node) followCatalog(ctx context.Context) {
 				continue
 			}
 		}
+		// Held once every write checked against an older catalogue has
+		// committed: a bucket's deletion mark then stops them all
+		// (bucketdelete.go).
+		n.fenceMu.Lock()
+		//lint:ignore SA2001 an empty critical section: every write checked before is committed
+		n.fenceMu.Unlock()
 		have = c.Version
 	}
 }

@@ -129,6 +129,14 @@ func (n *Node) keepMap() {
 			if err == nil {
 				err = n.planMoves()
 			}
+			if n.clearing.CompareAndSwap(false, true) {
+				go func() { // may wait for the groups (a catalogue change)
+					defer n.clearing.Store(false)
+					if err := n.backend.clearStaleMarks(); err != nil {
+						n.log.Warn("clear a bucket's deletion mark", "err", err)
+					}
+				}()
+			}
 		} else {
 			err = n.register()
 			if n.cmap.load().Group(n.cfg.Group) != nil && n.following.CompareAndSwap(false, true) {

@@ -36,18 +36,22 @@ const raftMagic = 0x01
 
 // portMux splits one listener into the raft side and the HTTP side.
 type portMux struct {
-	ln      net.Listener
-	secret  []byte
-	tls     *tlsreload.Certificate // nil: no TLS (peertls.go)
-	log     *slog.Logger
-	raft    *chanListener
-	http    *chanListener
-	forward *chanListener
+	ln        net.Listener
+	secret    []byte
+	routerKey []byte                 // routerKeyOf(secret)
+	tls       *tlsreload.Certificate // nil: no TLS (peertls.go)
+	log       *slog.Logger
+	raft      *chanListener
+	http      *chanListener
+	forward   *chanListener
+	// routerHTTP: a router's HTTP side, served by routerHandler.
+	routerHTTP *chanListener
 }
 
 func newPortMux(ln net.Listener, secret []byte, tlsID *tlsreload.Certificate, log *slog.Logger) *portMux {
-	m := &portMux{ln: ln, secret: secret, tls: tlsID, log: log,
-		raft: newChanListener(ln.Addr()), http: newChanListener(ln.Addr()), forward: newChanListener(ln.Addr())}
+	m := &portMux{ln: ln, secret: secret, routerKey: routerKeyOf(secret), tls: tlsID, log: log,
+		raft: newChanListener(ln.Addr()), http: newChanListener(ln.Addr()), forward: newChanListener(ln.Addr()),
+		routerHTTP: newChanListener(ln.Addr())}
 	go m.serve()
 	return m
 }
@@ -59,6 +63,7 @@ func (m *portMux) serve() {
 			m.raft.close()
 			m.http.close()
 			m.forward.close()
+			m.routerHTTP.close()
 			return
 		}
 		go m.route(c)
@@ -101,7 +106,7 @@ func (m *portMux) route(c net.Conn) {
 		conn = &batchedTLS{Conn: tc, raw: raw}
 		br = bufio.NewReader(conn)
 	}
-	proto, err := serverHandshake(conn, br, m.secret)
+	proto, router, err := serverHandshake(conn, br, m.secret, m.routerKey)
 	if err != nil {
 		if errors.Is(err, errAuth) {
 			m.log.Warn("refused a connection to the cluster port", "from", c.RemoteAddr().String(), "err", err)
@@ -110,6 +115,17 @@ func (m *portMux) route(c net.Conn) {
 		return
 	}
 	pc := &peekedConn{Conn: conn, r: br}
+	switch {
+	case router && proto == protoHTTP:
+		m.routerHTTP.push(pc)
+		return
+	case router && proto == protoForward:
+		m.forward.push(pc)
+		return
+	case router:
+		refuse("a router asked for another protocol than HTTP or forward", "protocol", proto)
+		return
+	}
 	switch proto {
 	case raftMagic:
 		m.raft.push(pc)

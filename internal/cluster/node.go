@@ -365,6 +365,7 @@ type Node struct {
 	receiving atomic.Bool
 	moved     atomic.Int64
 	copied    atomic.Int64 // records a sync copied here (move.go)
+	clearing  atomic.Bool  // clearStaleMarks runs (bucketdelete.go)
 	api       *s3api.Server
 	backend   *Store
 	// adminLeader serves the admin API's cluster-wide changes forwarded
@@ -680,6 +681,9 @@ func (n *Node) proposeResult(c *command) applyResult {
 		if err := n.checkOwner(bucket, key); err != nil {
 			return applyResult{err: err}
 		}
+		if err := n.checkBucketWrite(c, bucket); err != nil {
+			return applyResult{err: err}
+		}
 	}
 	f := n.raft.Apply(c.encode(), applyTimeout)
 	done := make(chan error, 1)
@@ -769,11 +773,17 @@ func (n *Node) peerTransport(proto byte) *http.Transport {
 // peerTransport is HTTP to members' cluster ports for protocol proto,
 // authenticated with secret (and over TLS with peerTLS, if not nil).
 func peerTransport(secret []byte, peerTLS *tlsreload.Certificate, proto byte) *http.Transport {
+	return transportAs(authMagic, secret, peerTLS, proto)
+}
+
+// transportAs is peerTransport for a member (authMagic) or a router
+// (routerMagic and the router key).
+func transportAs(magic string, key []byte, peerTLS *tlsreload.Certificate, proto byte) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	// Peers are near: a peer that does not answer a dial within 2 s is
 	// down or cut off, and the caller has better things to try.
 	t.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
-		return DialPeer(ctx, addr, secret, peerTLS, proto)
+		return dialAs(ctx, addr, magic, key, peerTLS, proto)
 	}
 	// Sized for load: Go's default of 2 idle connections per host makes
 	// every burst open (and leave in TIME_WAIT) new connections.

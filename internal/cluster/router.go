@@ -26,7 +26,12 @@ type RouterConfig struct {
 	AdminAddress string   // "": none
 	AdminToken   string   // required with AdminAddress
 	Seeds        []string // cluster addresses of nodes of the cluster
-	// ClusterSecret and the cluster TLS files, as a node's.
+	// RouterKey (RouterKey of the cluster secret) authenticates the
+	// router to the nodes as a router: forwarded requests and the map
+	// only. ClusterSecret instead makes it a member to them (older
+	// setups; whoever holds its host can then act as a node). One of
+	// the two; the cluster TLS files as a node's.
+	RouterKey                                   string
 	ClusterSecret                               string
 	ClusterTLSCert, ClusterTLSKey, ClusterTLSCA string
 	Domains                                     []string // virtual-host-style base domains, as the nodes'
@@ -35,6 +40,29 @@ type RouterConfig struct {
 	Logger                                      *slog.Logger
 	// Ready, if set, is called with the bound S3 address once serving.
 	Ready func(s3Addr string)
+}
+
+// routerCredential is how the router authenticates to the nodes: the
+// router key (routerMagic), or the cluster secret (a member's handshake).
+func routerCredential(cfg RouterConfig) (magic string, key []byte, err error) {
+	rk, secret := strings.TrimSpace(cfg.RouterKey), strings.TrimSpace(cfg.ClusterSecret)
+	switch {
+	case rk != "" && secret != "":
+		return "", nil, errors.New("give the router its router key (B3_ROUTER_KEY or --router-key-file) or the cluster secret, not both")
+	case rk != "":
+		if len(rk) < MinSecretLen {
+			return "", nil, fmt.Errorf("the router key is %d characters: it is the %d-character output of b3 router key", len(rk), len(routerKeyOf([]byte("x"))))
+		}
+		return routerMagic, []byte(rk), nil
+	case secret != "":
+		s, err := loadSecret("", cfg.ClusterSecret)
+		if err != nil {
+			return "", nil, err
+		}
+		cfg.Logger.Warn("the router holds the cluster secret: the nodes take it for a member, and whoever holds this host could move partitions or read any object's bytes; give it its router key instead (b3 router key prints it; B3_ROUTER_KEY or --router-key-file)")
+		return authMagic, s, nil
+	}
+	return "", nil, errors.New("no router key: give the router B3_ROUTER_KEY or --router-key-file (b3 router key prints it from the cluster secret)")
 }
 
 // router is a running `b3 router`. It holds nothing but the map it
@@ -66,10 +94,7 @@ func RunRouter(ctx context.Context, cfg RouterConfig, out io.Writer) error {
 	if cfg.AdminAddress != "" && len(cfg.AdminToken) < MinSecretLen {
 		return fmt.Errorf("--admin-address needs an admin token of at least %d characters (B3_ADMIN_TOKEN or --admin-token)", MinSecretLen)
 	}
-	if strings.TrimSpace(cfg.ClusterSecret) == "" {
-		return errors.New("no cluster secret: give the router the nodes' one in B3_CLUSTER_SECRET or --cluster-secret-file")
-	}
-	secret, err := loadSecret("", cfg.ClusterSecret)
+	magic, key, err := routerCredential(cfg)
 	if err != nil {
 		return err
 	}
@@ -84,8 +109,8 @@ func RunRouter(ctx context.Context, cfg RouterConfig, out io.Writer) error {
 	}
 	cmap, _ := openMapState("")
 	rt := &router{cfg: cfg, log: cfg.Logger, cmap: cmap,
-		ms: &mesh{http: &http.Client{Transport: peerTransport(secret, peerTLS, protoHTTP)}, leaders: &leaderCache{}}}
-	rt.proxy = newForwardProxy(rt.ms, peerTransport(secret, peerTLS, protoForward), rt.log)
+		ms: &mesh{http: &http.Client{Transport: transportAs(magic, key, peerTLS, protoHTTP)}, leaders: &leaderCache{}}}
+	rt.proxy = newForwardProxy(rt.ms, transportAs(magic, key, peerTLS, protoForward), rt.log)
 	rt.registry = admin.NewRegistry()
 	rt.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "b3_router_requests_total",
 		Help: "S3 requests the router sent on, by the group they went to and the status class of the answer (\"error\": no group leader answered)."},

@@ -130,10 +130,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		newHTTPServer(n.pacer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.serveClient(w, r, proxy) })), cfg),
 		newHTTPServer(n.peerHandler(), cfg),
 		newHTTPServer(n.forwardedHandler(), cfg),
+		newHTTPServer(n.routerHandler(), cfg),
 	}
 	go func() { _ = servers[0].Serve(lns.S3) }()
 	go func() { _ = servers[1].Serve(mux.http) }()
 	go func() { _ = servers[2].Serve(mux.forward) }()
+	go func() { _ = servers[3].Serve(mux.routerHTTP) }()
 	var adminH http.Handler
 	var adminAPI *admin.Server
 	if cfg.AdminAddress != "" || cfg.ConsoleAddress != "" {
@@ -395,9 +397,7 @@ func (n *Node) peerHandler() http.Handler {
 	// while they run, as for requests on --address.
 	m.Handle("PUT /_b3/v1/stage", n.pacer.Handler(http.HandlerFunc(n.handleStage)))
 	m.HandleFunc("GET /_b3/v1/bytes", n.handleBytes)
-	m.HandleFunc("GET /_b3/v1/info", func(w http.ResponseWriter, _ *http.Request) {
-		admin.WriteJSON(w, http.StatusOK, n.info())
-	})
+	m.HandleFunc("GET /_b3/v1/info", n.handleInfo)
 	m.HandleFunc("POST /_b3/v1/users", n.handleUserCommand)
 	m.HandleFunc("POST /_b3/v1/members", n.handleMemberChange)
 	m.HandleFunc("POST /_b3/v1/lost", n.handleLost)
@@ -418,6 +418,22 @@ func (n *Node) peerHandler() http.Handler {
 	m.HandleFunc("POST /_b3/v1/cluster/settings", n.handleMapSetting)
 	m.Handle(adminForwardPrefix, http.HandlerFunc(n.handleAdminForward))
 	return m
+}
+
+// routerHandler is the HTTP side a router reaches (routerMagic, auth.go):
+// the map, nodes' info (finding leaders) and operators' map settings
+// (b3 admin cluster rebalance|drain through a router's admin API), and
+// nothing that moves, copies or decides data.
+func (n *Node) routerHandler() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /_b3/v1/info", n.handleInfo)
+	m.HandleFunc("GET /_b3/v1/cluster/map", n.handleMap)
+	m.HandleFunc("POST /_b3/v1/cluster/settings", n.handleMapSetting)
+	return m
+}
+
+func (n *Node) handleInfo(w http.ResponseWriter, _ *http.Request) {
+	admin.WriteJSON(w, http.StatusOK, n.info())
 }
 
 // info is what a node reports of itself (GET /_b3/v1/info).

@@ -41,6 +41,8 @@ type Store struct {
 
 	keys    *keylock.Locks // by bucket and key
 	buckets *keylock.Locks // by bucket name (key "")
+	// deleting: buckets this leader is deleting (bucketdelete.go).
+	deleting deletions
 }
 
 var _ s3api.Backend = (*Store)(nil)
@@ -270,9 +272,11 @@ func (s *Store) DeleteBucket(name string) error {
 	if err := s.catalogWrite(); err != nil {
 		return err
 	}
-	if err := s.node.othersHoldNothing(name); err != nil {
-		return err
+	if m := s.node.cmap.load(); m != nil && len(m.Groups) > 1 {
+		return s.deleteBucketEverywhere(name)
 	}
+	// One group: the delete's apply checks that the bucket is empty, in
+	// the log's order with every write.
 	if _, err := s.node.propose(&command{Op: opDeleteBucket, Name: name}); err != nil {
 		return err
 	}
@@ -283,6 +287,11 @@ func (s *Store) DeleteBucket(name string) error {
 func (s *Store) UpdateBucket(name string, fn func(*meta.Bucket) error) error {
 	unlock := s.lockBucket(name)
 	defer unlock()
+	return s.updateBucketLocked(name, fn)
+}
+
+// updateBucketLocked is UpdateBucket under the bucket's lock.
+func (s *Store) updateBucketLocked(name string, fn func(*meta.Bucket) error) error {
 	cur, err := s.GetBucket(name)
 	if err != nil {
 		return err

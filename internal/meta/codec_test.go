@@ -142,7 +142,8 @@ var codecCases = []codecCase{
 			&Bucket{Name: "y", Ownership: OwnershipBucketOwnerEnforced, PublicAccessBlock: &PublicAccessBlock{}},
 			&Bucket{Name: "live", LLHLS: true}, hlsBucket(),
 			&Bucket{Name: "enc", Encryption: []byte("<ServerSideEncryptionConfiguration/>")},
-			&Bucket{Name: "enc-live", LLHLS: true, Versioning: VersioningEnabled, Encryption: []byte("<x/>")}},
+			&Bucket{Name: "enc-live", LLHLS: true, Versioning: VersioningEnabled, Encryption: []byte("<x/>")},
+			&Bucket{Name: "going", Deleting: true}, &Bucket{Name: "live-going", LLHLS: true, Deleting: true}},
 		encode: func(v any) []byte { return encodeBucket(v.(*Bucket)) },
 		decode: func(v any, data []byte) (any, error) { return decodeBucket(v.(*Bucket).Name, data) },
 	},
@@ -374,7 +375,7 @@ func TestAccessFormatsKeepOldRecords(t *testing.T) {
 	}
 	// An origin flag b3 does not know is corruption, not a setting lost.
 	unknown := encodeBucket(hlsBucket())
-	unknown[len(unknown)-1] = 2
+	unknown[len(unknown)-1] = 4
 	if _, err := decodeBucket("media", unknown); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("unknown origin flag: %v", err)
 	}

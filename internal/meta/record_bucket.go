@@ -20,7 +20,8 @@ package meta
 //	| public access block |  byte; format 2 only: 0 none, else
 //	|                     |  1 | 2 BlockPublicAcls | 4 IgnorePublicAcls
 //	|                     |  | 8 BlockPublicPolicy | 16 RestrictPublicBuckets
-//	| origin flags        |  uvarint; formats 3 and 4: 1 LL-HLS origin
+//	| origin flags        |  uvarint; formats 3 and 4: 1 LL-HLS origin,
+//	|                     |  2 a deletion under way
 //	| default encryption  |  bytes; format 4 only (raw XML)
 //	+---------------------+
 //
@@ -40,7 +41,10 @@ const (
 )
 
 // Origin flags of format 3.
-const originLLHLS = 1
+const (
+	originLLHLS    = 1
+	originDeleting = 2
+)
 const (
 	pabSet = 1 << iota
 	pabBlockPublicAcls
@@ -90,7 +94,7 @@ func encodeBucket(b *Bucket) []byte {
 		b.Grants != nil || b.Ownership != "" || b.PublicAccessBlock != nil {
 		format = bucketFormatSettings
 	}
-	if b.LLHLS {
+	if b.LLHLS || b.Deleting {
 		format = bucketFormatOrigin
 	}
 	if b.Encryption != nil {
@@ -119,7 +123,10 @@ func encodeBucket(b *Bucket) []byte {
 	if format >= bucketFormatOrigin {
 		flags := uint64(0)
 		if b.LLHLS {
-			flags = originLLHLS
+			flags |= originLLHLS
+		}
+		if b.Deleting {
+			flags |= originDeleting
 		}
 		e.uvarint(flags)
 	}
@@ -156,10 +163,11 @@ func decodeBucket(name string, value []byte) (*Bucket, error) {
 	}
 	if format >= bucketFormatOrigin {
 		flags := d.uvarint()
-		if flags&^originLLHLS != 0 {
+		if flags&^(originLLHLS|originDeleting) != 0 {
 			d.fail("origin flags")
 		}
 		b.LLHLS = flags&originLLHLS != 0
+		b.Deleting = flags&originDeleting != 0
 	}
 	if format == bucketFormatSSE {
 		b.Encryption = d.bytes()

@@ -79,6 +79,11 @@ type Bucket struct {
 	// updates; internal/hls). Off by default.
 	LLHLS bool
 
+	// Deleting: a deletion of the bucket is under way in a cluster of
+	// several groups; writes that add data are refused until it ends
+	// (package cluster).
+	Deleting bool
+
 	// Encryption is the bucket's default encryption
 	// (ServerSideEncryptionConfiguration) as the raw XML the client sent,
 	// nil when unset.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -431,12 +432,25 @@ func (c *Cluster) stopAll() {
 	}
 }
 
-// StartRouter starts `b3 router` on a free loopback port with the cluster
-// secret of c, asking seeds for the map, and returns it and its S3
-// endpoint; it is stopped when the test ends.
+// StartRouter starts `b3 router` on a free loopback port with the router
+// key of c's cluster secret (as `b3 router key` prints it), asking seeds
+// for the map, and returns it and its S3 endpoint; it is stopped when the
+// test ends.
 func (c *Cluster) StartRouter(seeds []string, args ...string) (*Process, string) {
 	c.t.Helper()
 	return c.StartRouterAt(FreeAddr(c.t), seeds, args...)
+}
+
+// RouterKey is `b3 router key` of the cluster's secret.
+func (c *Cluster) RouterKey() string {
+	c.t.Helper()
+	cmd := exec.Command(c.bin, "router", "key")
+	cmd.Env = append(os.Environ(), "B3_CLUSTER_SECRET="+c.opts.Secret)
+	out, err := cmd.Output()
+	if err != nil {
+		c.t.Fatalf("b3 router key: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // StartRouterAt is StartRouter on addr (a router started again where a
@@ -444,7 +458,7 @@ func (c *Cluster) StartRouter(seeds []string, args ...string) (*Process, string)
 func (c *Cluster) StartRouterAt(addr string, seeds []string, args ...string) (*Process, string) {
 	c.t.Helper()
 	argv := append([]string{"router", "--address", addr, "--cluster-seeds", strings.Join(seeds, ","), "--drain-delay", "0s"}, args...)
-	p, err := Start("router-"+addr, c.bin, argv, []string{"B3_CLUSTER_SECRET=" + c.opts.Secret, "B3_ADMIN_TOKEN=" + c.AdminToken})
+	p, err := Start("router-"+addr, c.bin, argv, []string{"B3_ROUTER_KEY=" + c.RouterKey(), "B3_ADMIN_TOKEN=" + c.AdminToken})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -1,118 +1,68 @@
 package cluster_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
-	"github.com/b3-storage/b3/internal/partition"
-	"github.com/b3-storage/b3/internal/testutil"
+	"github.com/b3-storage/b3/internal/cluster"
 )
 
-// TestAttackGroupsForgedSwitch: any holder of the cluster secret — every
-// router holds it — can end a move the destination has not finished:
-// the first group's leader fences and switches moves on any peer's word
-// (POST /_b3/v1/cluster/move names no caller, and none is checked). As
-// soon as g2 joins and a batch of partitions starts moving to it, this
-// test, holding only the secret, fences and switches the batch; the
-// destination owns partitions it has not copied, the source removes its
-// records, and acknowledged objects are gone.
-//
-// It fails on the current code; the fix is a protocol change (the first
-// group asks the destination's leader to confirm its last sync before a
-// switch, or routers get a credential of their own that reaches the
-// forward side and the map only): B3_ATTACK_PEER=1 runs it.
-func TestAttackGroupsForgedSwitch(t *testing.T) {
-	if os.Getenv("B3_ATTACK_PEER") == "" {
-		t.Skip("a design gap (every secret holder may switch moves); B3_ATTACK_PEER=1 runs it")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	secret := []byte(testutil.TestClusterSecret)
-	const bucket = "data"
-	want := map[string][]byte{}
-	forged := make(chan string, 1)
-	tg := startTwoGroups(t, func(c *testutil.Cluster) {
-		cl := retrying(c.Client(0, 30*time.Second))
-		if err := createBucket(ctx, cl, bucket); err != nil {
-			t.Fatal(err)
+// routerKeyBoundaries: a router proves the router key, not the cluster
+// secret (docs/CLUSTER.md, "Authentication between nodes"); with it a
+// process reads the map and nodes' info and nothing else on the
+// node-to-node side — no fence or switch of a move (which, on a
+// secret holder's word, ends a move the destination has not copied:
+// acknowledged objects lost), no records, bytes, users, reads or
+// deletions — and cannot speak Raft. Run by TestAttackGroupsBoundaries.
+func routerKeyBoundaries(ctx context.Context, t *testing.T, tg *twoGroups) {
+	key := []byte(tg.g1.RouterKey())
+	do := func(addr, method, path, body string) int {
+		conn, err := cluster.DialRouter(ctx, addr, key, nil, 'H')
+		if err != nil {
+			t.Fatalf("a router's connection to %s: %v", addr, err)
 		}
-		for i := range 300 {
-			key := fmt.Sprintf("obj-%03d", i)
-			body := randomBytes(uint64(i), 1000+i)
-			if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
-				t.Fatal(err)
-			}
-			want[key] = body
-		}
-		// Watch the map for the first batch to g2, and end it at once.
-		addr := c.Nodes[0].ClusterAddr
-		go func() {
-			var after uint64
-			for ctx.Err() == nil {
-				code, out := peerDo(ctx, t, addr, secret, "GET", "/_b3/v1/cluster/map?after="+strconv.FormatUint(after, 10), nil, "")
-				if code != http.StatusOK {
-					continue
-				}
-				m, err := partition.Decode(out)
-				if err != nil {
-					forged <- err.Error()
-					return
-				}
-				after = m.Epoch
-				var parts []int
-				for _, mv := range m.Moves {
-					if mv.To == "g2" {
-						parts = append(parts, mv.Partition)
-					}
-				}
-				if len(parts) == 0 {
-					continue
-				}
-				ps, _ := json.Marshal(parts)
-				var res string
-				for _, op := range []string{"fence", "switch"} {
-					code, out := peerDo(ctx, t, addr, secret, "POST", "/_b3/v1/cluster/move", nil, `{"op":"`+op+`","to":"g2","partitions":`+string(ps)+`}`)
-					res += fmt.Sprintf("%s %d; ", op, code)
-					if code != http.StatusOK {
-						res += string(out)
-						break
-					}
-				}
-				forged <- fmt.Sprintf("%d partitions at epoch %d: %s", len(parts), m.Epoch, res)
-				return
-			}
-		}()
-	})
-	select {
-	case r := <-forged:
-		t.Logf("forged: %s", r)
-	case <-ctx.Done():
-		t.Fatal("no move to g2 seen")
+		code, _ := peerRequest(t, conn, addr, method, path, nil, body)
+		return code
 	}
-	tg.waitBalanced(ctx, t)
-	time.Sleep(15 * time.Second) // the source's sweep
-	cl := retrying(tg.g1.ClientOf(tg.routers[0], 30*time.Second))
-	lost := 0
-	for key, body := range want {
-		got, err := getObject(ctx, cl, bucket, key)
-		if err != nil || !bytes.Equal(got, body) {
-			lost++
-			if lost <= 5 {
-				t.Errorf("acknowledged %s: %d bytes, %v", key, len(got), err)
+	for _, n := range append(tg.g1.Nodes, tg.g2.Nodes...) {
+		if code := do(n.ClusterAddr, "GET", "/_b3/v1/cluster/map?after=0", ""); code != http.StatusOK {
+			t.Fatalf("the map with the router key from %s: %d, want 200", n.ID, code)
+		}
+		if code := do(n.ClusterAddr, "GET", "/_b3/v1/info", ""); code != http.StatusOK {
+			t.Fatalf("info with the router key from %s: %d, want 200", n.ID, code)
+		}
+		for _, rq := range []struct{ method, path, body string }{
+			{"POST", "/_b3/v1/cluster/move", `{"op":"fence","to":"g2","partitions":[1]}`},
+			{"POST", "/_b3/v1/cluster/move", `{"op":"switch","to":"g2","partitions":[1]}`},
+			{"POST", "/_b3/v1/move/fence?epoch=1", ""},
+			{"GET", "/_b3/v1/move/records?to=g2&partitions=1", ""},
+			{"GET", "/_b3/v1/bytes?bucket=b&key=k&version=1", ""},
+			{"POST", "/_b3/v1/users", `{"name":"mallory"}`},
+			{"POST", "/_b3/v1/cluster/groups", `{}`},
+			{"GET", "/_b3/v1/cluster/catalog", ""},
+			{"POST", "/_b3/v1/read", `{"op":"head","bucket":"b","key":"k"}`},
+			{"POST", "/_b3/v1/delete", `{"bucket":"b","key":"k"}`},
+			{"GET", "/_b3/v1/usage", ""},
+			{"POST", "/_b3/v1/list", `{}`},
+			{"PUT", "/_b3/v1/stage", "x"},
+		} {
+			if code := do(n.ClusterAddr, rq.method, rq.path, rq.body); code != http.StatusNotFound {
+				t.Fatalf("%s %s with the router key on %s: %d, want 404 (not served to routers)", rq.method, rq.path, n.ID, code)
 			}
 		}
-	}
-	if lost > 0 {
-		t.Errorf("%d of %d acknowledged objects lost after a forged switch", lost, len(want))
+		if conn, err := cluster.DialRouter(ctx, n.ClusterAddr, key, nil, 0x01); err == nil {
+			// The listener closes it unanswered: a router speaks no Raft.
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, err := conn.Read(make([]byte, 1))
+			conn.Close()
+			if err == nil {
+				t.Fatalf("%s answered Raft on a router's connection", n.ID)
+			}
+		}
+		if _, err := cluster.DialRouter(ctx, n.ClusterAddr, []byte("not-the-router-key-000000000000"), nil, 'H'); err == nil {
+			t.Fatalf("%s took a wrong router key", n.ID)
+		}
 	}
 }

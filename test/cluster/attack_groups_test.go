@@ -35,6 +35,13 @@ func peerDo(ctx context.Context, t *testing.T, addr string, secret []byte, metho
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
+	return peerRequest(t, conn, addr, method, path, hdr, body)
+}
+
+// peerRequest sends one request on conn, an authenticated connection to
+// addr's cluster port, and returns the answer's status and body.
+func peerRequest(t *testing.T, conn net.Conn, addr, method, path string, hdr map[string]string, body string) (int, []byte) {
+	t.Helper()
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	var extra strings.Builder
@@ -119,6 +126,7 @@ func TestAttackGroupsBoundaries(t *testing.T) {
 	defer cancel()
 	tg := startTwoGroups(t, nil)
 	st := tg.waitBalanced(ctx, t)
+	routerKeyBoundaries(ctx, t, tg)
 	secret := []byte(testutil.TestClusterSecret)
 	ak, sk := tg.g1.Keys()
 	root := retrying(tg.g1.ClientOf(tg.routers[0], 30*time.Second))

@@ -112,6 +112,7 @@ func (n *Node) forwardedHandler() http.Handler {
 			slowDown(w, why)
 			return
 		}
+		r = withFormKey(r, n.cfg.Domains)
 		if g := groupOf(n.cmap.load(), r, n.cfg.Domains); g != "" && g != n.cfg.Group {
 			w.Header().Set(wrongGroupHeader, "1")
 			slowDown(w, "group "+n.cfg.Group+" does not own this request (group "+g+" does); retry")

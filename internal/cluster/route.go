@@ -1,8 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
+	"strings"
 
 	"github.com/b3-storage/b3/internal/partition"
 	"github.com/b3-storage/b3/internal/s3api"
@@ -35,10 +40,70 @@ func groupOf(m *partition.Map, r *http.Request, domains []string) string {
 		return ""
 	}
 	bucket, key := s3api.SplitTarget(r, domains)
+	if key == "" {
+		key, _ = r.Context().Value(formKeyCtx{}).(string)
+	}
 	if bucket == "" || key == "" {
 		return partition.FirstGroup
 	}
 	return m.Owner(bucket, key)
+}
+
+// formKeyLimit bounds what is read ahead of a browser form upload's file
+// to find its key (S3 allows 20 KB of form fields).
+const formKeyLimit = 1 << 20
+
+type formKeyCtx struct{}
+
+// withFormKey finds the key of a browser form upload (POST Object: a
+// multipart form to a bucket's URL), which names it in a form field
+// before the file, not in the URL: it reads the fields up to the file's
+// header (at most formKeyLimit bytes), gives the request a body that
+// replays them, and keeps the key — with ${filename} replaced as S3 does
+// — for groupOf. A form it cannot read is left to the first group, which
+// answers it as any malformed form.
+func withFormKey(r *http.Request, domains []string) *http.Request {
+	ct := r.Header.Get("Content-Type")
+	if r.Method != http.MethodPost || !strings.HasPrefix(strings.ToLower(ct), "multipart/form-data") {
+		return r
+	}
+	if bucket, key := s3api.SplitTarget(r, domains); bucket == "" || key != "" {
+		return r
+	}
+	_, params, err := mime.ParseMediaType(ct)
+	if err != nil || params["boundary"] == "" {
+		return r
+	}
+	var read bytes.Buffer
+	mr := multipart.NewReader(io.TeeReader(io.LimitReader(r.Body, formKeyLimit), &read), params["boundary"])
+	var key, filename string
+	for {
+		p, err := mr.NextPart()
+		if err != nil {
+			break
+		}
+		name := strings.ToLower(p.FormName())
+		if name == "file" {
+			filename = p.FileName()
+			break
+		}
+		if name == "key" {
+			v, _ := io.ReadAll(io.LimitReader(p, 4096))
+			key = string(v)
+		}
+	}
+	r.Body = replayed{Reader: io.MultiReader(bytes.NewReader(read.Bytes()), r.Body), Closer: r.Body}
+	if key == "" {
+		return r
+	}
+	key = strings.ReplaceAll(key, "${filename}", filename)
+	return r.WithContext(context.WithValue(r.Context(), formKeyCtx{}, key))
+}
+
+// replayed is a body whose first bytes were read ahead and are read again.
+type replayed struct {
+	io.Reader
+	io.Closer
 }
 
 type targetGroupKey struct{}

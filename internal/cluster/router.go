@@ -158,6 +158,7 @@ func RunRouter(ctx context.Context, cfg RouterConfig, out io.Writer) error {
 // owns it, waiting up to leaderWait for a map and a leader.
 func (rt *router) serveClient(w http.ResponseWriter, r *http.Request) {
 	deadline := time.Now().Add(leaderWait)
+	r = withFormKey(r, rt.cfg.Domains)
 	for {
 		why := "the router has no cluster map yet (are --cluster-seeds reachable?)"
 		var g string

@@ -293,6 +293,7 @@ func (n *Node) serveClient(w http.ResponseWriter, r *http.Request, proxy *httput
 		return
 	}
 	deadline := time.Now().Add(leaderWait)
+	r = withFormKey(r, n.cfg.Domains)
 	if g := groupOf(n.cmap.load(), r, n.cfg.Domains); g != "" && g != n.cfg.Group {
 		n.serveOtherGroup(w, r, proxy, g, deadline)
 		return

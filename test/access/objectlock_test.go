@@ -1,10 +1,8 @@
 package access
 
 import (
-	"bytes"
 	"context"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,8 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/b3-storage/b3/internal/testutil"
 )
@@ -140,38 +136,8 @@ func TestObjectLockAccess(t *testing.T) {
 // minio-go signs with the given key pair, and wants 204.
 func postForm(t *testing.T, ctx context.Context, srv *testutil.Server, accessKey, secret, bucket, key string) {
 	t.Helper()
-	mc, err := minio.New(srv.S3Addr, &minio.Options{Creds: credentials.NewStaticV4(accessKey, secret, ""), Region: "us-east-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := minio.NewPostPolicy()
-	for _, err := range []error{policy.SetBucket(bucket), policy.SetKey(key), policy.SetExpires(time.Now().Add(time.Hour))} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	target, fields, err := mc.PresignedPostPolicy(ctx, policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var form bytes.Buffer
-	w := multipart.NewWriter(&form)
-	for k, v := range fields {
-		if err := w.WriteField(k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fw, _ := w.CreateFormFile("file", "upload.txt")
-	fw.Write([]byte("form data"))
-	w.Close()
-	req, _ := http.NewRequestWithContext(ctx, "POST", target.String(), &form)
-	req.Header.Set("Content-Type", w.FormDataContentType())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if body, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("POST %s/%s: %d %s", bucket, key, resp.StatusCode, body)
+	status, body, err := testutil.PostForm(ctx, "http://"+srv.S3Addr, accessKey, secret, bucket, key, key, "upload.txt", []byte("form data"))
+	if err != nil || status != http.StatusNoContent {
+		t.Fatalf("POST %s/%s: %d %s %v", bucket, key, status, body, err)
 	}
 }

@@ -809,6 +809,7 @@ func TestClusterGroupsCancel(t *testing.T) {
 	}
 	readsBackEverywhere(ctx, t, tg, bucket, want)
 	copyAcrossGroups(ctx, t, tg, bucket, want)
+	postAcrossGroups(ctx, t, tg, bucket)
 	deleteAcrossGroups(ctx, t, tg, bucket, want)
 	// The admin API's bucket list counts every group's objects, from a
 	// member of either group: 301 written, 3 copies, 200 deleted.
@@ -893,6 +894,39 @@ func copyAcrossGroups(ctx context.Context, t *testing.T, tg *twoGroups, bucket s
 	}
 	copied[*up.Key] = objects[src[1]][100:2100]
 	readsBackEverywhere(ctx, t, tg, bucket, copied)
+}
+
+// postAcrossGroups: a browser form upload (POST Object) names its key in
+// the form; through a router and through a node of each group it lands in
+// the key's group — ${filename} replaced — and reads back everywhere.
+func postAcrossGroups(ctx context.Context, t *testing.T, tg *twoGroups, bucket string) {
+	owners := ownersOf(t, tg)
+	ownerOf := func(k string) string { return owners[partition.Of(bucket, k, len(owners))] }
+	ak, sk := tg.g1.Keys()
+	posted := map[string][]byte{}
+	groups := map[string]int{}
+	endpoints := []string{tg.routers[0], tg.g1.Nodes[2].Endpoint(), tg.g2.Nodes[2].Endpoint()}
+	for i := range 12 {
+		ep := endpoints[i%len(endpoints)]
+		key, file := fmt.Sprintf("form-%d-${filename}", i), fmt.Sprintf("f%d.bin", i)
+		stored := strings.ReplaceAll(key, "${filename}", file)
+		body := randomBytes(uint64(1000+i), 2000+i)
+		status, answer, err := testutil.PostForm(ctx, ep, ak, sk, bucket, fmt.Sprintf("form-%d-", i), key, file, body)
+		if err != nil || status != http.StatusNoContent {
+			t.Fatalf("POST Object %s (group %s) through %s: %d %s %v", stored, ownerOf(stored), ep, status, answer, err)
+		}
+		posted[stored] = body
+		groups[ownerOf(stored)]++
+	}
+	if groups["g1"] == 0 || groups["g2"] == 0 {
+		t.Fatalf("the form uploads' keys are all of one group: %v", groups)
+	}
+	readsBackEverywhere(ctx, t, tg, bucket, posted)
+	for k := range posted {
+		if _, err := retrying(tg.g1.ClientOf(tg.routers[0], 30*time.Second)).DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // readsBackEverywhere checks that every object of want reads back, the

@@ -157,6 +157,13 @@ func (n *Node) handleCatalog(w http.ResponseWriter, r *http.Request) {
 // a change. A group that does not within catalogWait is named in the
 // error.
 func (n *Node) awaitCatalog(ctx context.Context, version uint64) error {
+	return n.awaitCatalogOf(ctx, version, "")
+}
+
+// awaitCatalogOf is awaitCatalog for one group only ("": every group
+// but drained ones); a switch waits so for its destination, which
+// owns nothing before and may have been drained.
+func (n *Node) awaitCatalogOf(ctx context.Context, version uint64, only string) error {
 	m := n.cmap.load()
 	if m == nil || len(m.Groups) == 1 {
 		return nil
@@ -169,8 +176,11 @@ func (n *Node) awaitCatalog(ctx context.Context, version uint64) error {
 		m := n.cmap.load()
 		counts := m.Counts()
 		for _, g := range m.Groups {
-			if g.Draining && counts[g.Name] == 0 {
-				continue // drained: it may be stopped; it copies the catalogue again before it owns anything
+			if only != "" && g.Name != only {
+				continue
+			}
+			if only == "" && g.Draining && counts[g.Name] == 0 {
+				continue // drained: it may be stopped; a switch to it waits for its copy (handleMoveChange)
 			}
 			if g.Name != n.cfg.Group && acked[g.Name] < version {
 				behind = append(behind, g.Name)

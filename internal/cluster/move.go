@@ -127,6 +127,15 @@ func (n *Node) handleMoveChange(w http.ResponseWriter, r *http.Request) {
 	if !n.onMapLeader(w, r, req) {
 		return
 	}
+	if req.Op == "switch" {
+		// The destination serves the partitions from the switch on: it
+		// must hold the cluster's buckets and users as they are now (a
+		// group that was drained may have stopped following them).
+		if err := n.awaitCatalogOf(r.Context(), n.catalogVersion(), req.To); err != nil {
+			admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+			return
+		}
+	}
 	m, err := n.changeMap(r.Context(), func(m *partition.Map) error {
 		for _, p := range req.Partitions {
 			i := slices.IndexFunc(m.Moves, func(mv partition.Move) bool { return mv.Partition == p && mv.To == req.To })

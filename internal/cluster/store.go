@@ -55,6 +55,9 @@ var (
 	// errWrongGroup: the request reached a group that does not own it (the
 	// sender's map is behind).
 	errWrongGroup = &s3api.APIError{Code: "SlowDown", Status: 503, Message: "This replica group does not own the request; retry."}
+	// errRacedWrite: a write of the same key committed a newer version
+	// while this one's bytes were being staged.
+	errRacedWrite = &s3api.APIError{Code: "SlowDown", Status: 503, Message: "Another write of the key committed meanwhile; retry."}
 )
 
 func newStore(n *Node) *Store {
@@ -78,8 +81,8 @@ func (s *Store) current(bucket, key string) (*meta.Object, error) {
 // if that is not below it: versions a group numbers by its own terms may
 // be below those of records another group wrote before the key's
 // partition moved here (move.go), and a key's new version must be its
-// newest. The caller holds the key's lock. (The version is the record's
-// alone: the bytes staged for it are found by their stage id.)
+// newest. A version whose bytes are staged is final (the segments' record
+// owner carries it: PutObject).
 func (s *Store) above(bucket, key string, version uint64) uint64 {
 	if cur, err := s.current(bucket, key); err == nil && cur != nil && cur.Version >= version {
 		return cur.Version + 1
@@ -133,6 +136,10 @@ func (s *Store) PutObject(ctx context.Context, in objstore.PutInput) (*meta.Obje
 	if err != nil {
 		return nil, err
 	}
+	// Above the key's current version now: the staged bytes carry the
+	// version (the segments' record owner, which reads and vacuum check),
+	// so it cannot change once they are written.
+	version = s.above(in.Bucket, in.Key, version)
 	obj := in.Object
 	if obj == nil {
 		obj = &meta.Object{}
@@ -162,7 +169,15 @@ func (s *Store) PutObject(ctx context.Context, in objstore.PutInput) (*meta.Obje
 	obj.Extents = nil // each replica has its own
 	unlock := s.lockKey(in.Bucket, in.Key)
 	defer unlock()
-	obj.Version = s.above(in.Bucket, in.Key, obj.Version)
+	if stage == 0 {
+		obj.Version = s.above(in.Bucket, in.Key, obj.Version) // inline: no bytes carry it
+	} else if s.above(in.Bucket, in.Key, obj.Version) != obj.Version {
+		// Another write of the key committed a version at or above this
+		// one meanwhile; the bytes are staged under this version, which
+		// must not be renumbered: the client retries.
+		s.node.dropStage(stage)
+		return nil, errRacedWrite
+	}
 	if in.Precondition != nil {
 		cur, err := s.current(in.Bucket, in.Key)
 		if err == nil {

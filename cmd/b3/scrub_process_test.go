@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -21,41 +20,6 @@ import (
 	"github.com/b3-storage/b3/internal/scrub"
 	"github.com/b3-storage/b3/internal/testutil"
 )
-
-// segRecord is one record of a segment file, decoded from the format
-// drawn in internal/blob/record.go.
-type segRecord struct {
-	file         string
-	offset, size int64 // where the record starts; its length on disk
-	bucket, key  string
-}
-
-// segmentRecords decodes every record of the segment files in dir, in
-// file order, until the zero padding.
-func segmentRecords(t *testing.T, dir string) map[string][]segRecord {
-	t.Helper()
-	names, err := filepath.Glob(filepath.Join(dir, "*.seg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]segRecord{}
-	for _, name := range names {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for off := 0; off+32 <= len(data) && data[off+8] == 0xB3; {
-			keyLen := int(binary.LittleEndian.Uint16(data[off+10:]))
-			payloadLen := int(binary.LittleEndian.Uint32(data[off+12:]))
-			owner := data[off+32 : off+32+keyLen]
-			bucket, key, _ := bytes.Cut(owner, []byte{0})
-			n := 32 + keyLen + payloadLen
-			out[name] = append(out[name], segRecord{file: name, offset: int64(off), size: int64(n), bucket: string(bucket), key: string(key)})
-			off += n
-		}
-	}
-	return out
-}
 
 // TestScrubServer: on a b3 server, bits flipped in a segment, a segment's
 // tail cut off and a segment file deleted; after a restart, the scrub
@@ -98,16 +62,11 @@ func TestScrubServer(t *testing.T) {
 
 	// The damage, each in its own sealed segment (not the last one).
 	segDir := filepath.Join(s.Data, "segments")
-	recs := segmentRecords(t, segDir)
-	files := make([]string, 0, len(recs))
-	for f := range recs {
-		files = append(files, f)
-	}
-	sort.Strings(files)
+	files, recs := testutil.SegmentRecords(t, segDir)
 	for _, f := range files {
 		var layout []string
 		for _, r := range recs[f] {
-			layout = append(layout, fmt.Sprintf("%s@%d+%d", r.key, r.offset, r.size))
+			layout = append(layout, fmt.Sprintf("%s@%d+%d", r.Key, r.Offset, r.Size))
 		}
 		t.Logf("%s: %s", filepath.Base(f), strings.Join(layout, " "))
 	}
@@ -117,25 +76,25 @@ func TestScrubServer(t *testing.T) {
 	want := map[string]bool{}
 	// 1. A bit flipped in the payload of the second record of segment 4.
 	flipped := recs[files[3]][1]
-	flipFileBit(t, flipped.file, flipped.offset+flipped.size-1000)
-	want[flipped.key] = true
+	testutil.FlipBit(t, flipped.File, flipped.Offset+flipped.Size-1000)
+	want[flipped.Key] = true
 	// 2. Segment 5's last record cut in its middle.
 	cut := recs[files[4]][len(recs[files[4]])-1]
-	if err := os.Truncate(cut.file, cut.offset+cut.size/2); err != nil {
+	if err := os.Truncate(cut.File, cut.Offset+cut.Size/2); err != nil {
 		t.Fatal(err)
 	}
-	want[cut.key] = true
+	want[cut.Key] = true
 	// 3. Segments 2 (the middle of "big") and 8 deleted: every object with
 	// a record in them.
 	for _, f := range []string{files[1], files[7]} {
 		for _, r := range recs[f] {
-			want[r.key] = true
+			want[r.Key] = true
 		}
 		if err := os.Remove(f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("damaged: %v (flipped %s, cut %s)", want, flipped.key, cut.key)
+	t.Logf("damaged: %v (flipped %s, cut %s)", want, flipped.Key, cut.Key)
 
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
@@ -164,7 +123,7 @@ func TestScrubServer(t *testing.T) {
 	// Exactly the bytes hit: the flipped record, the only one of a 300
 	// KiB object; big's second MiB, in the deleted segment 2.
 	for _, d := range st.Damaged {
-		if d.Key == flipped.key && (len(d.Ranges) != 1 || d.Ranges[0].Offset != 0 || d.Ranges[0].Length != 300<<10 || !strings.Contains(d.Ranges[0].Reason, "checksum")) {
+		if d.Key == flipped.Key && (len(d.Ranges) != 1 || d.Ranges[0].Offset != 0 || d.Ranges[0].Length != 300<<10 || !strings.Contains(d.Ranges[0].Reason, "checksum")) {
 			t.Errorf("flipped object's ranges: %+v", d.Ranges)
 		}
 		if d.Key == "big" && (len(d.Ranges) != 1 || d.Ranges[0].Offset != 1<<20 || d.Ranges[0].Length != 1<<20) {
@@ -173,15 +132,15 @@ func TestScrubServer(t *testing.T) {
 	}
 	out, code := b3admin("scrub", "status")
 	t.Logf("b3 admin scrub status:\n%s", out)
-	if code != 0 || !strings.Contains(out, "damaged objects") || !strings.Contains(out, fmt.Sprintf("%q", flipped.key)) {
+	if code != 0 || !strings.Contains(out, "damaged objects") || !strings.Contains(out, fmt.Sprintf("%q", flipped.Key)) {
 		t.Errorf("scrub status table: %d %s", code, out)
 	}
 	m := metrics(t, s)
 	if !strings.Contains(m, fmt.Sprintf("b3_scrub_damaged_objects %d\n", len(want))) ||
-		!strings.Contains(m, fmt.Sprintf(`b3_scrub_damaged_object{bucket="scrub",key=%q`, flipped.key)) {
+		!strings.Contains(m, fmt.Sprintf(`b3_scrub_damaged_object{bucket="scrub",key=%q`, flipped.Key)) {
 		t.Errorf("metrics lack the damage:\n%s", grepLines(m, "b3_scrub"))
 	}
-	if log := s.Output(); !strings.Contains(log, "scrub: damaged object") || !strings.Contains(log, "key="+flipped.key) {
+	if log := s.Output(); !strings.Contains(log, "scrub: damaged object") || !strings.Contains(log, "key="+flipped.Key) {
 		t.Errorf("no damage logged")
 	}
 
@@ -222,23 +181,6 @@ func randomBytes(rng *rand.Rand, n int) []byte {
 		b[i] = byte(rng.Uint32())
 	}
 	return b
-}
-
-func flipFileBit(t *testing.T, name string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x04
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // getAll reads a whole object; an error if the read fails anywhere.

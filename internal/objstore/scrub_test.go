@@ -54,10 +54,9 @@ func TestScrubRecords(t *testing.T) {
 		}
 	}
 
-	// Every payload "bad" per the sweep: each version damaged, except the
-	// one overwritten while its check ran; adjacent bad records make one
-	// range (its new record is checked by
-	// the next pass, not reported in this one's name).
+	// Every payload "bad" per the sweep: each version damaged (its two
+	// adjacent bad records one range), except the one overwritten while
+	// its check ran (its new record is the next pass's to check).
 	raced := false
 	damaged := scrubAll(t, s, func(uint64, int64) (bool, bool) {
 		if !raced {

@@ -38,14 +38,15 @@ func TestScrubServer(t *testing.T) {
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("scrub")}); err != nil {
 		t.Fatal(err)
 	}
-	// 300 KiB objects, three to a 1 MiB segment, and one of 2.5 MiB: three
-	// records (1 MiB chunks) across segments.
+	// 300 KiB objects, three to a 1 MiB segment, and two of 2.5 MiB: three
+	// records (1 MiB chunks) each, across segments.
 	rng := rand.New(rand.NewPCG(1, 2))
 	objects := map[string][]byte{}
 	for i := range 24 {
 		objects[fmt.Sprintf("o%02d", i)] = randomBytes(rng, 300<<10)
 	}
 	objects["big"] = randomBytes(rng, 5<<19)
+	objects["a-wide"] = randomBytes(rng, 5<<19)
 	keys := make([]string, 0, len(objects))
 	for k := range objects {
 		keys = append(keys, k)
@@ -60,7 +61,7 @@ func TestScrubServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The damage, each in its own sealed segment (not the last one).
+	// The damage, each in a sealed segment (not the last one).
 	segDir := filepath.Join(s.Data, "segments")
 	files, recs := testutil.SegmentRecords(t, segDir)
 	for _, f := range files {
@@ -70,23 +71,42 @@ func TestScrubServer(t *testing.T) {
 		}
 		t.Logf("%s: %s", filepath.Base(f), strings.Join(layout, " "))
 	}
-	if len(files) < 6 {
-		t.Fatalf("%d segments, want 6 or more", len(files))
+	// record finds key's nth record (and the index of its file).
+	record := func(key string, nth int) (testutil.SegmentRecord, int) {
+		t.Helper()
+		for i, f := range files[:len(files)-1] {
+			for _, r := range recs[f] {
+				if r.Key == key {
+					if nth == 0 {
+						return r, i
+					}
+					nth--
+				}
+			}
+		}
+		t.Fatalf("no record %d of %s in a sealed segment", nth, key)
+		return testutil.SegmentRecord{}, 0
 	}
 	want := map[string]bool{}
-	// 1. A bit flipped in the payload of the second record of segment 4.
-	flipped := recs[files[3]][1]
+	// 1. A bit flipped in the payload of o02's record, and in a-wide's last
+	// record (its first two read fine: a GET fails after the headers).
+	flipped, _ := record("o02", 0)
 	testutil.FlipBit(t, flipped.File, flipped.Offset+flipped.Size-1000)
-	want[flipped.Key] = true
-	// 2. Segment 5's last record cut in its middle.
-	cut := recs[files[4]][len(recs[files[4]])-1]
+	wideLast, _ := record("a-wide", 2)
+	testutil.FlipBit(t, wideLast.File, wideLast.Offset+wideLast.Size-1)
+	want[flipped.Key], want["a-wide"] = true, true
+	// 2. The last record of o07's segment cut in its middle.
+	_, at := record("o07", 0)
+	cut := recs[files[at]][len(recs[files[at]])-1]
 	if err := os.Truncate(cut.File, cut.Offset+cut.Size/2); err != nil {
 		t.Fatal(err)
 	}
 	want[cut.Key] = true
-	// 3. Segments 2 (the middle of "big") and 8 deleted: every object with
-	// a record in them.
-	for _, f := range []string{files[1], files[7]} {
+	// 3. The segments of big's middle record and of o13 deleted: every
+	// object with a record in them.
+	_, bigAt := record("big", 1)
+	_, o13At := record("o13", 0)
+	for _, f := range []string{files[bigAt], files[o13At]} {
 		for _, r := range recs[f] {
 			want[r.Key] = true
 		}
@@ -94,7 +114,7 @@ func TestScrubServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("damaged: %v (flipped %s, cut %s)", want, flipped.Key, cut.Key)
+	t.Logf("damaged: %v (flipped %s and a-wide, cut %s)", want, flipped.Key, cut.Key)
 
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
@@ -152,6 +172,12 @@ func TestScrubServer(t *testing.T) {
 			switch {
 			case want[k] && err == nil:
 				t.Errorf("GET %s (damaged) succeeded with %d bytes (identical: %v)", k, len(body), bytes.Equal(body, objects[k]))
+			case want[k] && !bytes.HasPrefix(objects[k], body):
+				t.Errorf("GET %s (damaged): %d bytes before the error, not the object's", k, len(body))
+			case want[k] && k != "a-wide" && testutil.APICode(err) != "InternalError":
+				// Damage in the first record read, or a segment missing:
+				// found before the headers go out.
+				t.Errorf("GET %s (damaged): %v, want 500 InternalError", k, err)
 			case !want[k] && err != nil:
 				t.Errorf("GET %s: %v", k, err)
 			case !want[k] && !bytes.Equal(body, objects[k]):

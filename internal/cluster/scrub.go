@@ -36,8 +36,8 @@ import (
 // the repaired copy, never the damaged ones and never an error while a
 // peer holds them.
 
-// startScrub makes the node's scrubber (nil with an error) and runs it
-// until the node closes.
+// newScrubber makes the node's scrubber: its state in the data
+// directory, as on b3 server, and a repair from the peers.
 func (n *Node) newScrubber() (*scrub.Scrubber, error) {
 	return scrub.New(scrub.Config{Engine: n.store, State: server.StateFile(filepath.Join(n.cfg.Root, server.ScrubStateFile)),
 		Interval: n.cfg.ScrubInterval, Logger: n.log, Repair: func(ctx context.Context, v objstore.ScrubValue) (bool, error) {

@@ -25,8 +25,7 @@ type ScrubValue struct {
 	// Inline values live in their metadata record (pebble checks those
 	// with its own checksums); nothing of them is in the segments.
 	Inline bool
-	// Records is how many segment records the value has, roughly: its
-	// payload over the chunk size is not known here, so its extents.
+	// Extents is how many extents (runs of records) its bytes lie in.
 	Extents int
 	// Damage lists the runs of the value's bytes that cannot be read back
 	// as written; empty when every byte can.

@@ -47,8 +47,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descRunning, running)
 	counter(descPasses, passes)
 	lastEnd := 0.0
-	if st.Finished != nil {
-		lastEnd = float64(st.Finished.UnixNano()) / 1e9
+	if end := c.Scrubber.LastPassEnd(); !end.IsZero() {
+		lastEnd = float64(end.UnixNano()) / 1e9
 	}
 	gauge(descLastEnd, lastEnd)
 	counter(descSegments, totals.SegmentsChecked)

@@ -64,6 +64,17 @@ func (s *Scrubber) Status() Status {
 	return st
 }
 
+// LastPassEnd is when the last finished pass ended (zero: none), whether
+// or not another runs now.
+func (s *Scrubber) LastPassEnd() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.Last == nil {
+		return time.Time{}
+	}
+	return s.st.Last.Finished
+}
+
 // Totals are the counts of every pass this process ran (Prometheus
 // counters), and the number of passes it finished.
 func (s *Scrubber) Totals() (Counts, int64) {

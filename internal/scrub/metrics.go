@@ -4,8 +4,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// MaxListedMetrics bounds the b3_scrub_damaged_object series: the list in
-// full is in b3 admin scrub status and the log.
+// MaxListedMetrics bounds the b3_scrub_damaged_object series: the list is
+// in b3 admin scrub status and the log.
 const MaxListedMetrics = 100
 
 // Collector exports a Scrubber's counts and damaged list to Prometheus.
@@ -57,7 +57,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descObjects, totals.Checked)
 	counter(descCorrupt, totals.CorruptRecords)
 	counter(descRepaired, totals.Repaired)
-	gauge(descDamaged, float64(len(st.Damaged)))
+	gauge(descDamaged, float64(max(int64(len(st.Damaged)), st.Counts.Damaged)))
 	for i, d := range st.Damaged {
 		if i == MaxListedMetrics {
 			break

@@ -84,7 +84,21 @@ type Counts struct {
 	BrokenSegments  int64 `json:"broken_segments"` // segments sweep 1 could not read to their end
 	Checked         int64 `json:"checked"`         // object versions checked by sweep 2
 	Repaired        int64 `json:"repaired"`        // damaged versions repaired from a replica
+	// Damaged counts the damaged versions found and not repaired; the
+	// first MaxListed of them are listed.
+	Damaged int64 `json:"damaged_total"`
 }
+
+// Bounds on what a pass keeps, so that a failing disk with damage
+// everywhere cannot make the state (rewritten every SaveEvery) or the
+// status grow without end: the damaged versions listed (the rest are
+// counted, logged and found again by the next pass), and the bad records
+// remembered per segment (past it, sweep 2 verifies that segment's
+// payloads itself instead of taking sweep 1's word).
+const (
+	MaxListed        = 10000
+	maxBadPerSegment = 10000
+)
 
 // sweptSegment is what sweep 1 found in a segment that is not simply
 // clean to its end: records whose payload failed, or an end before the
@@ -258,10 +272,17 @@ func (s *Scrubber) runPass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.sweepSegments(ctx); err != nil {
-		return err
+	err = s.sweepSegments(ctx)
+	if err == nil {
+		err = s.sweepRecords(ctx)
 	}
-	if err := s.sweepRecords(ctx); err != nil {
+	if err != nil {
+		// Stopped (or failed): keep what was done, for the resumption.
+		s.mu.Lock()
+		if serr := s.save(); serr != nil {
+			s.log.Error("scrub: could not save the position", "err", serr)
+		}
+		s.mu.Unlock()
 		return err
 	}
 	s.mu.Lock()
@@ -312,7 +333,10 @@ func (s *Scrubber) sweepSegments(ctx context.Context) error {
 		}
 		s.mu.Lock()
 		p := s.st.Pass
-		if len(res.BadPayloads) > 0 || res.Broken != nil || seg.Active {
+		switch {
+		case len(res.BadPayloads) > maxBadPerSegment:
+			p.Swept = append(p.Swept, sweptSegment{ID: seg.ID}) // End 0: no verdict, sweep 2 reads
+		case len(res.BadPayloads) > 0 || res.Broken != nil || seg.Active:
 			p.Swept = append(p.Swept, sweptSegment{ID: seg.ID, End: res.End, Bad: res.BadPayloads})
 		}
 		p.NextSegment, p.LastSwept = seg.ID+1, seg.ID
@@ -409,12 +433,17 @@ func (s *Scrubber) checked(ctx context.Context, pos []byte, v objstore.ScrubValu
 				"bucket", v.Bucket, "key", v.Key, "version", d.Version, "current", v.Current, "ranges", rangesText(d.Ranges))
 		}
 		s.mu.Lock()
-		if repaired {
-			s.st.Pass.Counts.Repaired++
+		p := s.st.Pass
+		switch {
+		case repaired:
+			p.Counts.Repaired++
 			s.totals.Repaired++
-		} else {
-			s.st.Pass.Damaged = append(s.st.Pass.Damaged, d)
-			s.st.Pass.DamagedPos = append(s.st.Pass.DamagedPos, pos)
+		case len(p.Damaged) < MaxListed:
+			p.Damaged = append(p.Damaged, d)
+			p.DamagedPos = append(p.DamagedPos, pos)
+			fallthrough
+		default:
+			p.Counts.Damaged++
 		}
 		s.mu.Unlock()
 	}
@@ -424,7 +453,9 @@ func (s *Scrubber) checked(ctx context.Context, pos []byte, v objstore.ScrubValu
 	p.Pos = pos
 	p.Counts.Checked++
 	s.totals.Checked++
-	if len(v.Damage) > 0 || s.cfg.Now().Sub(s.lastSave) >= s.cfg.SaveEvery {
+	// Findings are saved with the position they were found at, so a
+	// restart that loses the last SaveEvery of work finds them again.
+	if s.cfg.Now().Sub(s.lastSave) >= s.cfg.SaveEvery {
 		return s.save()
 	}
 	return nil

@@ -75,7 +75,9 @@ func TestReadRepairsFromPeer(t *testing.T) {
 
 			ctx := context.Background()
 			got, rc, err := n.openRepaired(ctx, func() (*meta.Object, error) { return store.HeadObject("b", "k") },
-				func(rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error) { return store.OpenObject(ctx, "b", "k", rng) }, objstore.WholeObject)
+				func(rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error) {
+					return store.OpenObject(ctx, "b", "k", rng)
+				}, objstore.WholeObject)
 			if err != nil {
 				t.Fatal(err)
 			}

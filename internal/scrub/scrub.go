@@ -169,17 +169,19 @@ func New(cfg Config) (*Scrubber, error) {
 	}
 	s := &Scrubber{cfg: cfg, log: cfg.Logger, start: make(chan struct{}, 1)}
 	data, err := cfg.State.Load()
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		s.st.FirstStart = cfg.Now()
+	if err == nil {
+		err = json.Unmarshal(data, &s.st)
+	}
+	if err != nil {
+		// The state is a convenience (where to resume, what the last pass
+		// found): one that cannot be read, on a disk the scrub is there to
+		// watch, must not keep the store from starting. Start afresh.
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Error("scrub: saved state unreadable; starting afresh (the next pass starts one interval from now)", "err", err)
+		}
+		s.st = state{FirstStart: cfg.Now()}
 		if err := s.save(); err != nil {
 			return nil, err
-		}
-	case err != nil:
-		return nil, fmt.Errorf("scrub: load state: %w", err)
-	default:
-		if err := json.Unmarshal(data, &s.st); err != nil {
-			return nil, fmt.Errorf("scrub: state: %w", err)
 		}
 	}
 	return s, nil

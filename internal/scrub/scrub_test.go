@@ -251,3 +251,18 @@ func waitUntil(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("timed out")
 }
+
+// TestScrubStateUnreadable: a saved state that does not decode (bit rot
+// in the state file itself) does not keep the store from starting: the
+// scrubber starts afresh and saves a good one.
+func TestScrubStateUnreadable(t *testing.T) {
+	state := &memState{data: []byte(`{"first_start": "2026-12-0`)}
+	e := &fakeEngine{segments: 1, records: 1, damaged: map[string]bool{}, verdicts: map[string][2]bool{}}
+	s := newTestScrubber(t, e, state, nil)
+	if st := s.Status(); st.Passes != 0 || st.Started != nil {
+		t.Fatalf("status %+v", st)
+	}
+	if _, err := New(Config{Engine: e, State: state, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatalf("the state saved afresh does not load: %v", err)
+	}
+}

@@ -43,7 +43,11 @@
 // what it found so far plus what the last pass found at positions this
 // one has not reached yet: the best knowledge at every moment. Every
 // damaged version is logged at error level as it is found; Collector
-// exports the counts and the list (bounded) to Prometheus.
+// exports the counts and the list (bounded) to Prometheus. A pass lists
+// at most MaxListed versions (the rest are counted and logged), and
+// remembers at most 10,000 bad records per segment (past that, sweep 2
+// reads that segment's payloads itself), so that a disk failing
+// everywhere cannot grow the state without bound.
 //
 // # Pacing, resumption, schedule
 //
@@ -53,7 +57,9 @@
 // last version checked, with sweep 1's findings) is saved through
 // Config.State at least every SaveEvery and at each step between sweeps,
 // so a restart resumes the pass where it was (at most SaveEvery of work is
-// done again). A pass starts Config.Interval after the last one ended
+// done again; the findings are saved with the position they were found
+// at, so work done again finds them again). A state that cannot be read
+// is logged and replaced: it never keeps the store from starting. A pass starts Config.Interval after the last one ended
 // (after the first start of the store when there was none), or at once on
 // Start; Interval 0 leaves only Start.
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +21,8 @@ import (
 // TestClusterScrubRepairs: bits flipped in the segments of a running
 // group — in a follower's copy of one object, in the leader's copy of
 // another, in both copies of a third, and in the leader's copy of a
-// fourth that a client reads before any scrub. The read returns the
+// fourth that a client reads before any scrub — and, on the third node, a
+// segment's tail cut off and a segment file deleted. The read returns the
 // object's bytes (the leader fetched them again from a replica as it met
 // the damage); each node's scrub finds its damage and repairs it from a
 // replica (repaired, nothing left damaged); a second pass finds nothing
@@ -68,6 +70,41 @@ func TestClusterScrubRepairs(t *testing.T) {
 			}
 		}
 		t.Fatalf("%s: no record of %s in a sealed segment", c.Nodes[i].ID, key)
+	}
+	// The third node: a segment's last record cut short, and a whole
+	// segment deleted (one it has not read since it started: no handle
+	// keeps the file readable).
+	third := 3 - leader - follower
+	thirdRepairs := map[string]bool{}
+	{
+		files, recs := testutil.SegmentRecords(t, filepath.Join(c.Nodes[third].Data, "segments"))
+		in := func(key string) string {
+			for _, f := range files[:len(files)-1] {
+				for _, r := range recs[f] {
+					if r.Key == key {
+						return f
+					}
+				}
+			}
+			t.Fatalf("%s: no record of %s in a sealed segment", c.Nodes[third].ID, key)
+			return ""
+		}
+		cutFile, gone := in("o06"), in("o00")
+		if cutFile == gone {
+			t.Fatal("o00 and o06 in one segment")
+		}
+		last := recs[cutFile][len(recs[cutFile])-1]
+		if err := os.Truncate(cutFile, last.Offset+last.Size/2); err != nil {
+			t.Fatal(err)
+		}
+		thirdRepairs[last.Key] = true
+		for _, r := range recs[gone] {
+			thirdRepairs[r.Key] = true
+		}
+		if err := os.Remove(gone); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: cut %s, deleted %s (%v)", c.Nodes[third].ID, last.Key, filepath.Base(gone), thirdRepairs)
 	}
 	flip(follower, "o01")
 	flip(leader, "o03")
@@ -119,7 +156,7 @@ func TestClusterScrubRepairs(t *testing.T) {
 	for _, tc := range []struct {
 		node     int
 		repaired int64
-	}{{leader, 2}, {follower, 2}, {3 - leader - follower, 0}} {
+	}{{leader, 2}, {follower, 2}, {third, int64(len(thirdRepairs))}} {
 		st := scrubNode(tc.node)
 		t.Logf("%s: %+v", c.Nodes[tc.node].ID, st.Counts)
 		if st.Repaired != tc.repaired || len(st.Damaged) != 0 || st.Checked != int64(len(want)) {

@@ -38,7 +38,10 @@ type Config struct {
 	// Interval is the period of automatic passes (0: only on Start).
 	Interval time.Duration
 	// Repair, if set, is asked to repair each damaged version (from a
-	// replica); it reports whether it did. Nil: damage is reported only.
+	// replica); it reports whether it did. False with no error means the
+	// version no longer references the damaged bytes (replaced, deleted,
+	// or repaired by a read meanwhile): nothing to report. Nil: damage is
+	// reported only.
 	Repair func(ctx context.Context, v objstore.ScrubValue) (bool, error)
 	Logger *slog.Logger
 	// SaveEvery bounds the work lost by a restart (default 5s).
@@ -415,7 +418,7 @@ func (s *Scrubber) sweepRecords(ctx context.Context) error {
 // checked takes one version's result: counted, and when damaged,
 // repaired or listed.
 func (s *Scrubber) checked(ctx context.Context, pos []byte, v objstore.ScrubValue) error {
-	repaired := false
+	repaired, resolved := false, false
 	if len(v.Damage) > 0 {
 		d := damagedOf(v)
 		if s.cfg.Repair != nil {
@@ -428,11 +431,23 @@ func (s *Scrubber) checked(ctx context.Context, pos []byte, v objstore.ScrubValu
 			case ok:
 				repaired = true
 				s.log.Warn("scrub: damaged object repaired from a replica", "bucket", v.Bucket, "key", v.Key, "version", d.Version, "ranges", rangesText(d.Ranges))
+			default:
+				// The version no longer references the damaged bytes:
+				// replaced, deleted, or repaired by a read meanwhile.
+				resolved = true
+				s.log.Info("scrub: damaged bytes no longer referenced (the version changed meanwhile)", "bucket", v.Bucket, "key", v.Key, "version", d.Version)
 			}
 		}
+		if resolved {
+			return s.advance(pos)
+		}
 		if !repaired {
-			s.log.Error("scrub: damaged object: reads of it fail until it is written again or deleted",
-				"bucket", v.Bucket, "key", v.Key, "version", d.Version, "current", v.Current, "ranges", rangesText(d.Ranges))
+			what := "reads of it fail until it is written again or deleted"
+			if s.cfg.Repair != nil {
+				what = "not repaired: no replica gave its bytes; reads ask them again, the next pass too"
+			}
+			s.log.Error("scrub: damaged object", "bucket", v.Bucket, "key", v.Key, "version", d.Version,
+				"current", v.Current, "ranges", rangesText(d.Ranges), "consequence", what)
 		}
 		s.mu.Lock()
 		p := s.st.Pass
@@ -449,6 +464,11 @@ func (s *Scrubber) checked(ctx context.Context, pos []byte, v objstore.ScrubValu
 		}
 		s.mu.Unlock()
 	}
+	return s.advance(pos)
+}
+
+// advance records that the version at pos was checked.
+func (s *Scrubber) advance(pos []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.st.Pass

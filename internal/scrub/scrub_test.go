@@ -129,7 +129,13 @@ func TestScrubPass(t *testing.T) {
 		{"report only", nil, []string{"r02", "r05"}, 0},
 		{"repair all", func(context.Context, objstore.ScrubValue) (bool, error) { return true, nil }, nil, 2},
 		{"repair fails", func(context.Context, objstore.ScrubValue) (bool, error) { return false, errors.New("no peer") }, []string{"r02", "r05"}, 0},
-		{"repair r05", func(_ context.Context, v objstore.ScrubValue) (bool, error) { return v.Key == "r05", nil }, []string{"r02"}, 1},
+		{"repair r05", func(_ context.Context, v objstore.ScrubValue) (bool, error) {
+			if v.Key == "r05" {
+				return true, nil
+			}
+			return false, errors.New("no peer")
+		}, []string{"r02"}, 1},
+		{"changed meanwhile", func(context.Context, objstore.ScrubValue) (bool, error) { return false, nil }, nil, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/b3-storage/b3/internal/blob"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/testutil"
 )
 
 // TestReadRepairsFromPeer: a read that meets damaged bytes on this node
@@ -59,7 +59,7 @@ func TestReadRepairsFromPeer(t *testing.T) {
 			ext := obj.Extents[0]
 			recordLen := int64(32 + len("b\x00k") + chunk)
 			off := ext.Offset + int64(tc.record)*recordLen + 32 + 3 + 100
-			flipSegmentBit(t, filepath.Join(r.dir, "seg", fmt.Sprintf("%016x.seg", ext.Segment)), off)
+			testutil.FlipBit(t, filepath.Join(r.dir, "seg", fmt.Sprintf("%016x.seg", ext.Segment)), off)
 
 			serve := body
 			if !tc.peerGood {
@@ -114,22 +114,5 @@ func TestReadRepairsFromPeer(t *testing.T) {
 				t.Fatalf("after repair: %v", err)
 			}
 		})
-	}
-}
-
-func flipSegmentBit(t *testing.T, name string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x01
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
 	}
 }

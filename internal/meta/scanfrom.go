@@ -62,7 +62,8 @@ func decodeRecordKV(table byte, k, val []byte) (*Object, error) {
 	return o, err
 }
 
-// scanRange is scanReader over [lower, upper).
+// scanRange calls fn for every key in [lower, upper), in order, on one
+// reader; k and v are valid only during the call.
 func scanRange(r pebble.Reader, lower, upper []byte, fn func(k, v []byte) error) error {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {

@@ -272,3 +272,25 @@ func TestScrubStateUnreadable(t *testing.T) {
 		t.Fatalf("the state saved afresh does not load: %v", err)
 	}
 }
+
+// TestScrubInterval: with an interval, passes start by themselves, one
+// interval after the first start and then after each pass's end.
+func TestScrubInterval(t *testing.T) {
+	e := &fakeEngine{segments: 1, records: 2, damaged: map[string]bool{}, verdicts: map[string][2]bool{}}
+	s, err := New(Config{Engine: e, State: &memState{}, Interval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Status(); st.NextPass == nil || st.IntervalSeconds != 0.05 {
+		t.Fatalf("before the first pass: %+v", st)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	waitUntil(t, func() bool { return s.Status().Passes >= 2 })
+	cancel()
+	<-done
+}

@@ -137,7 +137,8 @@ func TestScrubServer(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("scrub found %v damaged, want %v; status %+v", got, want, st)
 	}
-	if st.Checked != int64(len(objects)) || st.CorruptRecords < 2 || st.Repaired != 0 || st.SegmentsChecked < 5 || st.Counts.Damaged != int64(len(want)) {
+	if st.Checked != int64(len(objects)) || st.CorruptRecords < 2 || st.Repaired != 0 || st.SegmentsChecked < 5 || st.Counts.Damaged != int64(len(want)) ||
+		st.MetadataKeys < int64(len(objects)) || st.LastError != "" {
 		t.Errorf("counts: %+v", st.Counts)
 	}
 	// Exactly the bytes hit: the flipped record, the only one of a 300

@@ -13,7 +13,8 @@ import (
 // after it was written, to find bit rot, torn or missing files before a
 // client does. Neither check changes anything.
 //
-// A scrub pass is two sweeps, and the split saves reading live bytes
+// A scrub pass sweeps segments, then values (and last the metadata,
+// elsewhere); the split of the first two saves reading live bytes
 // twice: CheckSegment reads every record of a segment and verifies both
 // CRCs (the dead ones too), noting where payloads failed; CheckValue then
 // walks one value's extents by their record headers only (header CRC,

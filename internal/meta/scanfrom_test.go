@@ -48,3 +48,35 @@ func TestScanRecordsAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAfter: reading the whole index in small steps, each resumed
+// after the last key read, reads every key once.
+func TestReadAfter(t *testing.T) {
+	db := openMem(t)
+	commit(t, db, func(b *Batch) {
+		for i := range 25 {
+			b.PutObject(&Object{Bucket: "bk", Key: fmt.Sprintf("k%02d\x00", i), Version: 1})
+		}
+	})
+	all, _, _, err := db.ReadAfter(nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, total, _, _ := db.ReadAfter(nil, 1<<20)
+	var after []byte
+	seen := 0
+	for {
+		last, n, _, err := db.ReadAfter(after, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen += n
+		if n < 4 {
+			break
+		}
+		after = last
+	}
+	if seen != total || total < 25 || all == nil {
+		t.Fatalf("read %d keys in steps, %d at once", seen, total)
+	}
+}

@@ -138,3 +138,25 @@ func (s *Store) recordAgain(obj *meta.Object, current bool) (*meta.Object, error
 	}
 	return view.GetVersion(obj.Bucket, obj.Key, obj.Version)
 }
+
+// scrubMetaBatch is how many metadata keys one ScrubMetadata call reads.
+const scrubMetaBatch = 4096
+
+// ScrubMetadata reads the next keys and values of the metadata index
+// after pos (meta.DB.ReadAfter), paced as background work, so that pebble
+// verifies every block's checksum. It returns the position reached, the
+// keys and bytes read, and done once the index is read to its end. A
+// damaged block is its error.
+func (s *Store) ScrubMetadata(ctx context.Context, pos []byte) (next []byte, keys int, bytes int64, done bool, err error) {
+	next, keys, bytes, err = s.meta.ReadAfter(pos, scrubMetaBatch)
+	if err != nil {
+		return pos, keys, bytes, false, err
+	}
+	if err := s.pace(ctx, int(bytes)); err != nil {
+		return pos, 0, 0, false, err
+	}
+	if keys < scrubMetaBatch {
+		return next, keys, bytes, true, nil
+	}
+	return next, keys, bytes, false, nil
+}

@@ -5,7 +5,7 @@
 //
 // # What a pass checks
 //
-// A pass is two sweeps over one store (an objstore.Store, through the
+// A pass is three sweeps over one store (an objstore.Store, through the
 // Engine interface):
 //
 //  1. Segments, in ID order: every record of every segment is read and both
@@ -13,6 +13,7 @@
 //     What it finds is kept for the second sweep: the offsets of records
 //     whose payload failed, and where a header that cannot be decoded
 //     stopped the sweep of a segment.
+//
 //  2. Records, in metadata order (current objects, then noncurrent
 //     versions): every object version whose bytes live in the segments has
 //     its extents walked record by record (blob.Store.CheckValue): each
@@ -22,17 +23,21 @@
 //     record sweep 1 did not reach, its payload read and verified). This
 //     is what a GET would verify, without the bytes going anywhere.
 //
+//  3. Metadata: every key and value of the metadata index read, a batch
+//     at a time on a fresh view, so that pebble verifies the checksum of
+//     every block (sweep 2 read the object records; this reads the rest
+//     too). A damaged block stops the pass with pebble's error (Status's
+//     LastError); Run tries again from there.
+//
 // Live bytes are thus read once (sweep 1) and their headers a second
 // time. A version found damaged is read again from the metadata and
 // checked again, so that a write, delete or vacuum move racing the pass is
 // not reported.
 //
-// Not checked: inline objects (their bytes are in the metadata record,
-// which pebble checks with its own block checksums on every read), the
-// parts of multipart uploads still in progress (their records are in
-// sweep 1; a part damaged before its upload completes is found in the
-// completed object by the next pass), and pebble's own files beyond what
-// reading every record makes pebble verify.
+// Not checked: the parts of multipart uploads still in progress (their
+// records are in sweep 1, their metadata in sweep 3; a part damaged before
+// its upload completes is found in the completed object by the next
+// pass). Inline objects are metadata: sweep 3 reads them.
 //
 // # What it reports
 //

@@ -20,6 +20,7 @@ var (
 	descBytes     = prometheus.NewDesc("b3_scrub_bytes_checked_total", "Segment bytes the scrub read.", nil, nil)
 	descObjects   = prometheus.NewDesc("b3_scrub_objects_checked_total", "Object versions whose extents the scrub checked.", nil, nil)
 	descCorrupt   = prometheus.NewDesc("b3_scrub_corrupt_records_total", "Segment records (or unreadable segment tails) the scrub found corrupt, referenced or not.", nil, nil)
+	descMetaKeys  = prometheus.NewDesc("b3_scrub_metadata_keys_checked_total", "Metadata keys (and their values) the scrub read, pebble verifying every block.", nil, nil)
 	descRepaired  = prometheus.NewDesc("b3_scrub_repaired_total", "Damaged object versions repaired from a replica.", nil, nil)
 	descDamaged   = prometheus.NewDesc("b3_scrub_damaged_objects", "Object versions known damaged and not repaired (b3 admin scrub status).", nil, nil)
 	descDamagedID = prometheus.NewDesc("b3_scrub_damaged_object", "1 for each object version known damaged (at most 100 series; the full list: b3 admin scrub status).", []string{"bucket", "key", "version"}, nil)
@@ -27,7 +28,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRunning, descPasses, descLastEnd, descSegments, descRecords, descBytes, descObjects, descCorrupt, descRepaired, descDamaged, descDamagedID} {
+	for _, d := range []*prometheus.Desc{descRunning, descPasses, descLastEnd, descSegments, descRecords, descBytes, descObjects, descCorrupt, descMetaKeys, descRepaired, descDamaged, descDamagedID} {
 		ch <- d
 	}
 }
@@ -56,6 +57,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descBytes, totals.BytesChecked)
 	counter(descObjects, totals.Checked)
 	counter(descCorrupt, totals.CorruptRecords)
+	counter(descMetaKeys, totals.MetadataKeys)
 	counter(descRepaired, totals.Repaired)
 	gauge(descDamaged, float64(max(int64(len(st.Damaged)), st.Counts.Damaged)))
 	for i, d := range st.Damaged {

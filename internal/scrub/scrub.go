@@ -21,6 +21,7 @@ type Engine interface {
 	ScrubSegments() []blob.SegmentInfo
 	ScrubSegment(ctx context.Context, id uint64) (blob.SegmentCheck, error)
 	ScrubRecords(ctx context.Context, pos []byte, verdict blob.PayloadVerdict, fn func(pos []byte, v objstore.ScrubValue) error) (done bool, err error)
+	ScrubMetadata(ctx context.Context, pos []byte) (next []byte, keys int, bytes int64, done bool, err error)
 }
 
 // StateStore keeps the pass's position over restarts: Save must be
@@ -57,6 +58,7 @@ var ErrRunning = errors.New("scrub: a pass is already running")
 const (
 	PhaseSegments = "segments"
 	PhaseRecords  = "records"
+	PhaseMetadata = "metadata"
 )
 
 // Range is one damaged run of an object's bytes.
@@ -90,6 +92,10 @@ type Counts struct {
 	// Damaged counts the damaged versions found and not repaired; the
 	// first MaxListed of them are listed.
 	Damaged int64 `json:"damaged_total"`
+	// MetadataKeys and MetadataBytes count what sweep 3 read of the
+	// metadata index (every key and value: pebble verifies each block).
+	MetadataKeys  int64 `json:"metadata_keys_checked"`
+	MetadataBytes int64 `json:"metadata_bytes_checked"`
 }
 
 // Bounds on what a pass keeps, so that a failing disk with damage
@@ -120,7 +126,8 @@ type pass struct {
 	NextSegment uint64         `json:"next_segment"` // sweep 1: the lowest ID not yet swept
 	LastSwept   uint64         `json:"last_swept"`   // sweep 1: the highest ID swept
 	Swept       []sweptSegment `json:"swept"`
-	Pos         []byte         `json:"pos"` // sweep 2: the last position checked
+	Pos         []byte         `json:"pos"`      // sweep 2: the last position checked
+	MetaPos     []byte         `json:"meta_pos"` // sweep 3: the last metadata key read
 	Counts      Counts         `json:"counts"`
 	Damaged     []Damaged      `json:"damaged"`
 	DamagedPos  [][]byte       `json:"damaged_pos"`
@@ -153,6 +160,7 @@ type Scrubber struct {
 	st       state
 	running  bool
 	lastSave time.Time
+	lastErr  string // why the pass in progress last stopped, "" if it did not
 	// Totals since this process started, for the Prometheus counters.
 	totals Counts
 	passes int64
@@ -236,6 +244,9 @@ func (s *Scrubber) Run(ctx context.Context) {
 				return
 			}
 			s.log.Error("scrub: pass failed; it goes on from its last position after a minute", "err", err)
+			s.mu.Lock()
+			s.lastErr = err.Error()
+			s.mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return
@@ -281,6 +292,9 @@ func (s *Scrubber) runPass(ctx context.Context) error {
 	if err == nil {
 		err = s.sweepRecords(ctx)
 	}
+	if err == nil {
+		err = s.sweepMetadata(ctx)
+	}
 	if err != nil {
 		// Stopped (or failed): keep what was done, for the resumption.
 		s.mu.Lock()
@@ -292,6 +306,7 @@ func (s *Scrubber) runPass(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lastErr = ""
 	p := s.st.Pass
 	s.st.Last = &lastPass{Started: p.Started, Finished: s.cfg.Now(), Counts: p.Counts, Damaged: p.Damaged, DamagedPos: p.DamagedPos}
 	s.st.Pass = nil
@@ -397,8 +412,12 @@ func (p *pass) verdict() blob.PayloadVerdict {
 // sweepRecords is sweep 2, from where it stopped.
 func (s *Scrubber) sweepRecords(ctx context.Context) error {
 	s.mu.Lock()
+	phase := s.st.Pass.Phase
 	verdict := s.st.Pass.verdict()
 	s.mu.Unlock()
+	if phase != PhaseRecords {
+		return nil
+	}
 	for {
 		s.mu.Lock()
 		pos := s.st.Pass.Pos
@@ -408,6 +427,51 @@ func (s *Scrubber) sweepRecords(ctx context.Context) error {
 		})
 		if err != nil {
 			return err
+		}
+		if done {
+			break
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.Pass.Phase = PhaseMetadata
+	return s.save()
+}
+
+// sweepMetadata is sweep 3, from where it stopped: every key and value
+// of the metadata index read, so that pebble verifies every block (sweep
+// 2 read the object records' blocks; this reads the rest: buckets,
+// uploads, parts, counters). A damaged block stops the pass with
+// pebble's error; the pass tries again from there (Run).
+func (s *Scrubber) sweepMetadata(ctx context.Context) error {
+	s.mu.Lock()
+	phase := s.st.Pass.Phase
+	s.mu.Unlock()
+	if phase != PhaseMetadata {
+		return nil
+	}
+	for {
+		s.mu.Lock()
+		pos := s.st.Pass.MetaPos
+		s.mu.Unlock()
+		next, keys, n, done, err := s.cfg.Engine.ScrubMetadata(ctx, pos)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		p := s.st.Pass
+		p.MetaPos = next
+		p.Counts.MetadataKeys += int64(keys)
+		p.Counts.MetadataBytes += int64(n)
+		s.totals.MetadataKeys += int64(keys)
+		s.totals.MetadataBytes += int64(n)
+		var serr error
+		if s.cfg.Now().Sub(s.lastSave) >= s.cfg.SaveEvery {
+			serr = s.save()
+		}
+		s.mu.Unlock()
+		if serr != nil {
+			return serr
 		}
 		if done {
 			return nil

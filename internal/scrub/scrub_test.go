@@ -46,6 +46,7 @@ type fakeEngine struct {
 	damaged  map[string]bool
 
 	mu       sync.Mutex
+	metaErr  error // ScrubMetadata's answer, when set
 	swept    []uint64
 	checked  []string
 	verdicts map[string][2]bool // record -> what verdict said about (1, 100)
@@ -97,6 +98,20 @@ func (e *fakeEngine) ScrubRecords(ctx context.Context, pos []byte, verdict blob.
 		}
 	}
 	return true, nil
+}
+
+func (e *fakeEngine) ScrubMetadata(_ context.Context, pos []byte) ([]byte, int, int64, bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.metaErr != nil {
+		return pos, 0, 0, false, e.metaErr
+	}
+	// Three steps of 10 keys: positions "m1", "m2", "m3".
+	next := []byte{'m', '1'}
+	if pos != nil {
+		next = []byte{'m', pos[1] + 1}
+	}
+	return next, 10, 100, next[1] == '3', nil
 }
 
 func newTestScrubber(t *testing.T, e *fakeEngine, state *memState, repair func(context.Context, objstore.ScrubValue) (bool, error)) *Scrubber {
@@ -293,4 +308,38 @@ func TestScrubInterval(t *testing.T) {
 	waitUntil(t, func() bool { return s.Status().Passes >= 2 })
 	cancel()
 	<-done
+}
+
+// TestScrubMetadataSweep: sweep 3 reads the metadata to its end; a read
+// error (pebble's, for a damaged block) stops the pass, shows as
+// last_error, and the pass goes on from where it stopped once the error
+// is gone.
+func TestScrubMetadataSweep(t *testing.T) {
+	state := &memState{}
+	e := &fakeEngine{segments: 1, records: 2, damaged: map[string]bool{}, verdicts: map[string][2]bool{}}
+	e.metaErr = errors.New("pebble: corruption in block")
+	s := newTestScrubber(t, e, state, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return s.Status().LastError != "" })
+	cancel()
+	<-done
+	if st := s.Status(); st.Passes != 0 || st.Checked != 2 || st.LastError != "pebble: corruption in block" {
+		t.Fatalf("stopped on the metadata: %+v", st)
+	}
+	e.metaErr = nil
+	s = newTestScrubber(t, e, state, nil)
+	if err := s.runPass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Status(); st.Passes != 1 || st.MetadataKeys != 30 || st.MetadataBytes != 300 || st.Checked != 2 || st.LastError != "" {
+		t.Fatalf("after: %+v", st)
+	}
 }

@@ -25,6 +25,10 @@ type Status struct {
 	Counts
 	// Passes is how many passes ended on this store.
 	Passes int64 `json:"passes"`
+	// LastError is why the pass in progress stopped last (it goes on
+	// from there a minute later): pebble's error for a damaged metadata
+	// block, say. "" when it did not.
+	LastError string `json:"last_error"`
 	// Damaged lists the object versions found damaged and not repaired:
 	// while a pass runs, what it found so far and what the last pass
 	// found at positions it has not reached; else the last pass's.
@@ -35,7 +39,7 @@ type Status struct {
 func (s *Scrubber) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Running: s.running, IntervalSeconds: s.cfg.Interval.Seconds(), Passes: s.st.Passes, Damaged: []Damaged{}}
+	st := Status{Running: s.running, IntervalSeconds: s.cfg.Interval.Seconds(), Passes: s.st.Passes, LastError: s.lastErr, Damaged: []Damaged{}}
 	if next, auto := s.nextLocked(); auto && s.st.Pass == nil {
 		st.NextPass = &next
 	}

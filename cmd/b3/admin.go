@@ -61,6 +61,8 @@ func adminCommands() []adminCommand {
 		{name: "cache set", summary: "resize the object cache: --size 256MiB (0 = off; a smaller size evicts at once; kept over restarts)",
 			flags: []string{"size"}, run: adminCacheSet},
 		{name: "lifecycle run", summary: "one lifecycle pass now", run: adminLifecycleRun},
+		{name: "scrub status", summary: "the scrub: pass under way or last, counts, and the damaged objects with their damaged bytes", run: adminScrubStatus},
+		{name: "scrub start", summary: "a scrub pass now: every segment record's CRCs, every object's extents (paced like vacuum)", run: adminScrubStart},
 		{name: "kms status", summary: "master keys (names), the default key, and the key rotation job", run: adminKMSStatus},
 		{name: "kms rotate", summary: "re-seal data keys under another master key in the background, no data rewritten: --from <key> (default: every SSE-S3 key not under --to) --to <key> (default: the default key)",
 			flags: []string{"from", "to"}, run: adminKMSRotate},
@@ -80,6 +82,7 @@ func adminCommands() []adminCommand {
 var adminDefaults = map[string]string{
 	"users": "users list", "buckets": "buckets list", "vacuum": "vacuum status",
 	"limits": "limits get", "settings": "settings list", "cache": "cache stats", "kms": "kms status",
+	"scrub": "scrub status",
 }
 
 // adminFlags are every flag of `b3 admin`; they may appear anywhere on

@@ -169,6 +169,8 @@ func TestAdminJSONShapes(t *testing.T) {
 		{"cache stats", nil},
 		{"cache set", []string{"--size", "32MiB"}},
 		{"lifecycle run", nil},
+		{"scrub start", nil},
+		{"scrub status", nil},
 		{"kms status", nil},
 		{"kms rotate", nil},
 	}

@@ -45,7 +45,7 @@ var nodeShared = []string{"direct-io", "log-level", "log-format", "media-headers
 	"tls-cert", "tls-key", "admin-tls-cert", "admin-tls-key", "console-tls-cert", "console-tls-key", "tls-check-interval",
 	"meta-dir", "data-dir", "regions", "domain", "access-log", "access-key", "secret-key", "secret-key-file", "admin-token",
 	"metrics-token", "auth-backoff", "default-object-ownership", "default-block-public-access",
-	"vacuum-threshold", "bucket-metrics", "bucket-metrics-interval", "cache-size", "cache-max-object", "cache-policy",
+	"vacuum-threshold", "scrub-interval", "bucket-metrics", "bucket-metrics-interval", "cache-size", "cache-max-object", "cache-policy",
 	"kms-keys", "kms-keys-file"}
 
 // nodeExceptions are the settings of b3 server that b3 node does not
@@ -187,7 +187,7 @@ func parseNode(args []string, getenv func(string) (string, bool), stderr io.Writ
 	cfg.DirectIO = sc.DirectIO
 	cfg.MetaDir, cfg.DataDir = sc.MetaDir, sc.DataDir
 	cfg.Regions, cfg.Domains, cfg.AccessLog = sc.Regions, sc.Domains, sc.AccessLog
-	cfg.VacuumThreshold = sc.VacuumThreshold
+	cfg.VacuumThreshold, cfg.ScrubInterval = sc.VacuumThreshold, sc.ScrubInterval
 	cfg.BucketMetrics, cfg.BucketMetricsInterval = sc.BucketMetrics, sc.BucketMetricsInterval
 	cfg.CacheBytes, cfg.CacheMaxObject, cfg.CachePolicy = sc.CacheBytes, sc.CacheMaxObject, sc.CachePolicy
 	cfg.Logger = out.NewLogger(stderr).With("node", cfg.ID)

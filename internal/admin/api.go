@@ -20,6 +20,7 @@ import (
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/meta"
 	"github.com/b3-storage/b3/internal/objstore"
+	"github.com/b3-storage/b3/internal/scrub"
 	"github.com/b3-storage/b3/internal/sse"
 )
 
@@ -84,6 +85,9 @@ type Config struct {
 	// scan of Store: a node of a cluster of several groups counts every
 	// group's.
 	Usage func(ctx context.Context) (map[string][2]int64, error)
+	// Scrub, if set, is the store's scrubber (b3 admin scrub); nil
+	// answers 404.
+	Scrub *scrub.Scrubber
 }
 
 // KMS is the key ring's side of the admin API (b3 admin kms).
@@ -174,6 +178,8 @@ func New(cfg Config) (*Server, error) {
 	api("GET /admin/v1/cache", s.cacheStats)
 	api("PUT /admin/v1/cache", s.setCache)
 	api("POST /admin/v1/lifecycle/run", s.lifecycleRun)
+	api("GET /admin/v1/scrub", s.scrubStatus)
+	api("POST /admin/v1/scrub/start", s.scrubStart)
 	api("GET /admin/v1/kms", s.kmsStatus)
 	api("POST /admin/v1/kms/rotate", s.kmsRotate)
 	return s, nil

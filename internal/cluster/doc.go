@@ -91,6 +91,11 @@
 //     --cluster-tls-* it is mutual TLS 1.3 first, and every byte after
 //     the TCP handshake is encrypted (peertls.go). Every dial to a peer
 //     goes through DialPeer.
+//   - Damaged bytes (found by a node's scrub, or met by a read on the
+//     leader) are fetched again from a peer and swapped in for the damaged
+//     extents on that node alone, outside the log: only where the node
+//     keeps a version's bytes changes, never its record (scrub.go). A read
+//     never returns damaged bytes: it repairs and goes on, or fails.
 //   - Lifecycle expiry is decided by the leader alone and applied as
 //     expire commands naming the version found due (lifecycle.go).
 //   - Versioned writes carry the leader's decisions (marker versions, the

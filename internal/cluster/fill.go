@@ -269,8 +269,9 @@ func (fl *filler) pass(ctx context.Context) (left int, err error) {
 }
 
 // OpenObject is objstore's, except that a record restored without its
-// bytes is filled first (fetched from a peer): a read never fails for
-// want of bytes a peer holds, nor serves other bytes.
+// bytes is filled first (fetched from a peer), and damaged bytes are
+// fetched again (scrub.go): a read never fails for want of bytes a peer
+// holds, nor serves other bytes.
 // A key of a partition another group owns (a copy's source) is read from
 // that group's leader (remote.go), never from records a move left here.
 func (s *Store) OpenObject(ctx context.Context, bucket, key string, rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error) {
@@ -280,7 +281,12 @@ func (s *Store) OpenObject(ctx context.Context, bucket, key string, rng objstore
 	if err := s.node.ownsRead(bucket, key); err != nil {
 		return nil, nil, err
 	}
-	return s.filled(ctx, func() (*meta.Object, io.ReadCloser, error) { return s.Store.OpenObject(ctx, bucket, key, rng) })
+	return s.filled(ctx, func() (*meta.Object, io.ReadCloser, error) {
+		return s.node.openRepaired(ctx, func() (*meta.Object, error) { return s.Store.HeadObject(bucket, key) },
+			func(rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error) {
+				return s.Store.OpenObject(ctx, bucket, key, rng)
+			}, rng)
+	})
 }
 
 // OpenVersion is objstore's, filling a hollow record first (OpenObject).
@@ -292,7 +298,10 @@ func (s *Store) OpenVersion(ctx context.Context, bucket, key, versionID string, 
 		return nil, nil, err
 	}
 	return s.filled(ctx, func() (*meta.Object, io.ReadCloser, error) {
-		return s.Store.OpenVersion(ctx, bucket, key, versionID, rng)
+		return s.node.openRepaired(ctx, func() (*meta.Object, error) { return s.Store.HeadVersion(bucket, key, versionID) },
+			func(rng objstore.RangeFunc) (*meta.Object, io.ReadCloser, error) {
+				return s.Store.OpenVersion(ctx, bucket, key, versionID, rng)
+			}, rng)
 	})
 }
 

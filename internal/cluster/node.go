@@ -32,6 +32,7 @@ import (
 	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/partition"
 	"github.com/b3-storage/b3/internal/s3api"
+	"github.com/b3-storage/b3/internal/scrub"
 	"github.com/b3-storage/b3/internal/server"
 	"github.com/b3-storage/b3/internal/sse"
 	"github.com/b3-storage/b3/internal/tlsreload"
@@ -198,6 +199,10 @@ type Config struct {
 	Pace            iolimit.PacerConfig
 	VacuumInterval  time.Duration
 	VacuumThreshold float64
+	// ScrubInterval is the period of this node's scrub (package scrub;
+	// damaged bytes are fetched again from a peer: scrub.go); 0: only on
+	// demand.
+	ScrubInterval time.Duration
 	// Snapshots: a node snapshots its state once SnapshotThreshold
 	// commands followed the last snapshot (checked every SnapshotInterval)
 	// and keeps TrailingLogs entries of log behind it, for followers that
@@ -392,6 +397,7 @@ type Node struct {
 	sweeping   bool // the lifecycle sweeper runs here (watchLeadership's)
 	lagKnown   lagKnown
 	registry   *prometheus.Registry
+	scrubber   *scrub.Scrubber // scrub.go
 
 	closing context.Context
 	close   context.CancelFunc

@@ -26,6 +26,7 @@ import (
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/partition"
 	"github.com/b3-storage/b3/internal/s3api"
+	"github.com/b3-storage/b3/internal/scrub"
 	"github.com/b3-storage/b3/internal/server"
 )
 
@@ -112,6 +113,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	n.store.SetLifecycleActions(leaderLifecycle{n.backend})
 	requests := admin.NewRequestMetrics(n.registry)
 	n.registry.MustRegister(&admin.StoreCollector{Store: n.store, Limiter: n.limiter}, n.collector())
+	if n.scrubber, err = n.newScrubber(); err != nil {
+		mux.Close()
+		lns.Close()
+		_ = n.shutdown()
+		return err
+	}
+	n.registry.MustRegister(&scrub.Collector{Scrubber: n.scrubber})
 	if cfg.BucketMetrics > 0 {
 		n.registry.MustRegister(admin.NewBucketCollector(n.store, cfg.BucketMetrics, cmp.Or(cfg.BucketMetricsInterval, 5*time.Minute)))
 	}
@@ -161,7 +169,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if n.cfg.VacuumInterval > 0 { // the configured one, or a runtime override
 		n.store.StartVacuum(n.cfg.VacuumInterval)
 	}
-	n.wg.Add(9)
+	n.wg.Add(10)
+	go func() {
+		defer n.wg.Done()
+		n.scrubber.Run(n.closing)
+	}()
 	go n.keepMap()
 	go n.watchLocalFaults()
 	go func() {
@@ -558,7 +570,7 @@ func (n *Node) adminHandler() (http.Handler, *admin.Server, error) {
 	inner, err := admin.New(admin.Config{Store: n.store, Writes: n.backend, Limiter: n.limiter, Users: nodeUsers{n}, Token: token, MetricsToken: n.cfg.MetricsToken,
 		Logger: n.log, Registry: n.registry,
 		Ready: func() bool { _, id := n.raft.LeaderWithID(); return id != "" && !n.faulty.Load() }, Context: n.closing,
-		Overrides: n.overrides, Configured: n.configured, KMS: n.api, Usage: n.usage})
+		Overrides: n.overrides, Configured: n.configured, KMS: n.api, Usage: n.usage, Scrub: n.scrubber})
 	if err != nil {
 		return nil, nil, err
 	}

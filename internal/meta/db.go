@@ -275,21 +275,7 @@ func (db *DB) scan(prefix []byte, fn func(k, v []byte) error) error {
 
 // scanReader is scan on a reader: the DB, or a View's snapshot.
 func scanReader(r pebble.Reader, prefix []byte, fn func(k, v []byte) error) error {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
-	if err != nil {
-		return err
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err == nil {
-			err = fn(it.Key(), v)
-		}
-		if err != nil {
-			_ = it.Close()
-			return err
-		}
-	}
-	return it.Close()
+	return scanRange(r, prefix, successor(prefix), fn)
 }
 
 // pebbleLogger routes pebble's log lines to slog.

@@ -271,6 +271,16 @@ func (s *Server) getObject(rq *request) error {
 			return fmt.Errorf("read %s/%s: %w", rq.bucket, rq.key, err)
 		}
 		stream = buffered
+	} else {
+		// Likewise the first record is read, its CRC verified, before the
+		// headers: a damaged one answers 500 InternalError naming the
+		// object in the log, not a 200 cut short. bufio hands the rest to
+		// the store's reader (WriteTo) without another copy.
+		buffered := bufio.NewReaderSize(body, 16)
+		if _, err := buffered.Peek(1); err != nil && err != io.EOF {
+			return fmt.Errorf("read %s/%s: %w", rq.bucket, rq.key, err)
+		}
+		stream = buffered
 	}
 	if err := s.writeReadHeaders(rq, obj, chosen, partial); err != nil {
 		return err

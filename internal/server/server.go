@@ -22,6 +22,7 @@ import (
 	"github.com/b3-storage/b3/internal/iolimit"
 	"github.com/b3-storage/b3/internal/objstore"
 	"github.com/b3-storage/b3/internal/s3api"
+	"github.com/b3-storage/b3/internal/scrub"
 	"github.com/b3-storage/b3/internal/sse"
 	"github.com/b3-storage/b3/internal/tlsreload"
 	"github.com/b3-storage/b3/internal/vfs"
@@ -85,6 +86,9 @@ type Config struct {
 	// (0: no automatic vacuum).
 	VacuumThreshold float64
 	VacuumInterval  time.Duration
+	// ScrubInterval is the period of the scrub's passes (package scrub;
+	// 0: only on demand, b3 admin scrub start).
+	ScrubInterval time.Duration
 	// LifecycleInterval is the sweeper's period (default 1h);
 	// LifecycleRate bounds its deletes per second (0: unlimited);
 	// LifecycleDay shortens a lifecycle day for tests (default 24h).
@@ -305,9 +309,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	var ready atomic.Bool
 	passCtx, cancelPasses := context.WithCancel(context.Background())
 	defer cancelPasses()
+	scrubber, err := scrub.New(scrub.Config{Engine: store, State: StateFile(filepath.Join(cfg.Root, ScrubStateFile)),
+		Interval: cfg.ScrubInterval, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	registry.MustRegister(&scrub.Collector{Scrubber: scrubber})
 	adminAPI, err := admin.New(admin.Config{Store: store, Limiter: limiter, Users: users, Token: adminToken, MetricsToken: cfg.MetricsToken,
 		Registry: registry, Ready: ready.Load, Logger: cfg.Logger, Context: passCtx,
-		Overrides: overrides, Configured: configured, KMS: api})
+		Overrides: overrides, Configured: configured, KMS: api, Scrub: scrubber})
 	if err != nil {
 		return err
 	}
@@ -332,6 +342,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		store.StartVacuum(cfg.VacuumInterval)
 	}
 	store.StartLifecycle(cfg.LifecycleInterval, cfg.LifecycleRate)
+	scrubDone := make(chan struct{})
+	go func() {
+		defer close(scrubDone)
+		scrubber.Run(passCtx)
+	}()
 	handleSignals(passCtx, cfg, adminAPI)
 	WatchCertificates(passCtx, cfg.Logger, cfg.TLSCheckInterval, lns.Certs())
 
@@ -383,6 +398,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	}
 	cancelPasses()
 	<-pacerDone
+	<-scrubDone
 	if adminSrv != nil {
 		adminSrv.Close()
 	}

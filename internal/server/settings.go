@@ -226,6 +226,11 @@ func Settings() []Setting {
 		{"background-min-rate", "8MiB", "background work (bytes read + written) per second kept under sustained client load", size(func(c *Config) *int64 { return &c.Pace.MinBytesPerSec })},
 		{"vacuum-threshold", "0.5", "dead/size ratio from which a sealed segment is vacuumed", num(func(c *Config) *float64 { return &c.VacuumThreshold })},
 		{"vacuum-interval", "5m", "automatic vacuum check period (0 = only on demand: b3 admin vacuum start, SIGUSR1)", dur(func(c *Config) *time.Duration { return &c.VacuumInterval })},
+		{"scrub-interval", "30d", "period of the scrub: every segment record's CRCs and every object's extents read again in the background, paced like vacuum (days, e.g. 30d, or a duration; 0 = only on demand: b3 admin scrub start)", func(c *Config, _ *Output, v string) error {
+			d, err := ParseDays(v)
+			c.ScrubInterval = d
+			return err
+		}},
 		{"lifecycle-interval", "1h", "lifecycle sweeper period (rule changes start a pass at once)", dur(func(c *Config) *time.Duration { return &c.LifecycleInterval })},
 		{"lifecycle-rate", "1000", "lifecycle deletes and aborts per second (0 = unlimited)", num(func(c *Config) *float64 { return &c.LifecycleRate })},
 		{"lifecycle-day", "24h", "length of a lifecycle day; DEBUG/TESTS ONLY: e.g. 1s makes Days=1 mean one second", dur(func(c *Config) *time.Duration { return &c.LifecycleDay })},

@@ -39,12 +39,19 @@ import (
 var errBucketDeleting = &s3api.APIError{Code: "SlowDown", Status: http.StatusServiceUnavailable,
 	Message: "The bucket is being deleted; retry."}
 
-// addsData reports whether a client's command adds data to its bucket
-// (deletions do not, and are let through).
-func addsData(o op) bool {
-	switch o {
+// addsData reports whether a client's command adds a record to its
+// bucket. Deletions that remove are let through; a deletion that adds a
+// delete marker (a DELETE without a version ID, or a lifecycle expiry, in
+// a bucket with versioning) adds a version record, which keeps the bucket
+// non-empty in its group as an object does.
+func addsData(c *command) bool {
+	switch c.Op {
 	case opPutObject, opUpdateObject, opUpdateVersion, opComplete, opCreateUpload, opPutPart:
 		return true
+	case opDeleteVersion:
+		return c.Delete == nil || c.Delete.VersionID == ""
+	case opExpire:
+		return c.Delete == nil || c.Delete.Marker != 0
 	}
 	return false
 }
@@ -52,7 +59,7 @@ func addsData(o op) bool {
 // checkBucketWrite refuses a client's command that adds data to a bucket
 // being deleted. The caller holds fenceMu (read) up to the commit.
 func (n *Node) checkBucketWrite(c *command, bucket string) error {
-	if !addsData(c.Op) {
+	if !addsData(c) {
 		return nil
 	}
 	if b, err := n.store.GetBucket(bucket); err == nil && b.Deleting {

@@ -630,8 +630,15 @@ func newCopiers(ctx context.Context, n int, copy func(context.Context, moveRecor
 		go func() {
 			defer c.wg.Done()
 			for rec := range lane {
-				if ctx.Err() != nil {
-					continue // drain: a copy failed or the sync ends
+				if err := ctx.Err(); err != nil {
+					// Drain: a copy failed, or the sync's context ended with
+					// records still to copy, which is an error of its own.
+					c.mu.Lock()
+					if c.err == nil {
+						c.err = err
+					}
+					c.mu.Unlock()
+					continue
 				}
 				did, err := copy(ctx, rec)
 				c.mu.Lock()

@@ -149,15 +149,26 @@ func (e *remoteError) errOf() error {
 	if e == nil {
 		return nil
 	}
+	if e.Code == changedCode {
+		return errChanged
+	}
 	for _, s := range remoteSentinels {
-		if code, _, _ := s3api.ErrorCode(s); code == e.Code {
+		if code, _, msg := s3api.ErrorCode(s); code == e.Code && msg == e.Message {
 			return s
 		}
 	}
 	return &s3api.APIError{Code: e.Code, Status: e.Status, Message: e.Message}
 }
 
+// changedCode carries errChanged across the hop as itself (its 503 would
+// be retried by askOwner with the same stale version, and come back as
+// another error): the caller reads the record again (openElsewhere).
+const changedCode = "B3RecordChanged"
+
 func remoteErrorOf(err error) *remoteError {
+	if errors.Is(err, errChanged) {
+		return &remoteError{Code: changedCode, Status: http.StatusConflict, Message: err.Error()}
+	}
 	code, status, msg := s3api.ErrorCode(err)
 	return &remoteError{Code: code, Status: status, Message: msg}
 }

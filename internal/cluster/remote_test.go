@@ -13,7 +13,7 @@ import (
 // A sync's copiers whose context ends (leadership lost, node closing)
 // while no copy is in flight skip every queued record and report no
 // error: wait says the sync copied all it had to.
-func TestReviewCopiersSkipSilentlyOnCancel(t *testing.T) {
+func TestCopiersReportCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var calls atomic.Int64
 	c := newCopiers(ctx, 2, func(context.Context, moveRecord) (bool, error) {
@@ -36,7 +36,7 @@ func TestReviewCopiersSkipSilentlyOnCancel(t *testing.T) {
 // retried there with the same (stale) version, and what comes back is a
 // new APIError, so openElsewhere's "record changed: read it again" never
 // runs.
-func TestReviewErrChangedIdentityLost(t *testing.T) {
+func TestRemoteErrChangedKeepsIdentity(t *testing.T) {
 	e := remoteErrorOf(errChanged)
 	if got := e.errOf(); !errors.Is(got, errChanged) {
 		t.Fatalf("errChanged across the hop is %v (%T), not errChanged: openElsewhere's retry is dead code", got, got)
@@ -45,7 +45,7 @@ func TestReviewErrChangedIdentityLost(t *testing.T) {
 
 // InvalidArgument errors of the owner all come back as ErrInvalidVersionID
 // (its message, not the owner's).
-func TestReviewInvalidArgumentBecomesInvalidVersionID(t *testing.T) {
+func TestRemoteInvalidArgumentStaysItself(t *testing.T) {
 	e := &remoteError{Code: "InvalidArgument", Status: 400, Message: "some other argument"}
 	if got := e.errOf(); errors.Is(got, objstore.ErrInvalidVersionID) {
 		t.Fatalf("an owner's InvalidArgument %q comes back as %v", e.Message, got)

@@ -14,14 +14,14 @@ import (
 	"github.com/b3-storage/b3/internal/testutil"
 )
 
-// TestReviewDeleteMarkerOutlivesBucket: in a versioned bucket a DELETE
+// TestAttackGroupsDeleteMarkerRace: in a versioned bucket a DELETE
 // without a version ID adds a delete marker (a version record, which
 // BucketEmpty counts), but the deletion mark lets deletions through
 // (addsData). A DELETE of a key of g2 that commits after the first
 // group's emptiness question is acknowledged, the bucket is deleted in
 // the catalogue, and g2 keeps the bucket with alice's marker; bob, who
 // creates the name again, lists alice's marker (and key name).
-func TestReviewDeleteMarkerOutlivesBucket(t *testing.T) {
+func TestAttackGroupsDeleteMarkerRace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	tg := startTwoGroups(t, nil)

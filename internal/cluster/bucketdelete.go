@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"net/http"
 	"sync"
 
@@ -33,7 +34,26 @@ import (
 // any group acknowledged has committed there, and none can commit later.
 //
 // A mark whose deletion ended with its leader (a crash, a lost election)
-// is cleared by the first group's next leader (clearStaleMarks).
+// is cleared by the first group's next leader (clearStaleMarks); the
+// deletion command carries Marked, so a deletion of an earlier leader that
+// commits after the clear is refused (a write may have been taken since).
+// A switch of partitions waits while a bucket is marked, and the groups
+// are asked again if the map changed while they were (askEmptyStable):
+// no object moves past the question.
+
+// errMarkCleared: a deletion's mark was cleared (by a later first-group
+// leader, as stale) before its deletion committed; the deletion is not
+// made, since a write may have been taken meanwhile.
+var errMarkCleared = &s3api.APIError{Code: "SlowDown", Status: http.StatusServiceUnavailable,
+	Message: "The bucket's deletion was interrupted; retry."}
+
+// errBucketMoving: a switch waits while a bucket's deletion runs.
+var errBucketMoving = errors.New("a bucket's deletion is under way: the switch waits for it")
+
+// errEmptinessMoved: the map kept changing while the groups were asked
+// whether they hold objects of a bucket being deleted.
+var errEmptinessMoved = &s3api.APIError{Code: "SlowDown", Status: http.StatusServiceUnavailable,
+	Message: "Partitions moved while the bucket's deletion asked the groups; retry."}
 
 // errBucketDeleting answers a write to a bucket being deleted.
 var errBucketDeleting = &s3api.APIError{Code: "SlowDown", Status: http.StatusServiceUnavailable,
@@ -109,16 +129,48 @@ func (s *Store) deleteBucketEverywhere(name string) error {
 		}
 		return err
 	}
-	if err := s.node.othersHoldNothing(name); err != nil {
+	if err := s.askEmptyStable(name); err != nil {
 		if cerr := mark(false); cerr != nil {
 			s.node.log.Warn("clear the deletion mark of a bucket", "bucket", name, "err", cerr)
 		}
 		return err
 	}
-	if _, err := s.node.propose(&command{Op: opDeleteBucket, Name: name}); err != nil {
+	if _, err := s.node.propose(&command{Op: opDeleteBucket, Name: name, Marked: true}); err != nil {
 		return err
 	}
 	return s.node.awaitCatalog(s.node.closing, s.node.catalogVersion())
+}
+
+// askEmptyStable asks the groups owning partitions whether they hold an
+// object of the bucket, by one map: a switch decided just before the mark
+// (switches wait while a bucket is marked: handleMoveChange) may move a
+// partition's records to a group that owned nothing when the map was
+// read, and its source may sweep them: then it asks again.
+func (s *Store) askEmptyStable(name string) error {
+	for range 5 {
+		epoch := s.node.cmap.load().Epoch
+		if err := s.node.othersHoldNothing(name); err != nil {
+			return err
+		}
+		if s.node.cmap.load().Epoch == epoch {
+			return nil
+		}
+	}
+	return errEmptinessMoved
+}
+
+// anyBucketDeleting reports whether a bucket carries a deletion mark.
+func (s *Store) anyBucketDeleting() bool {
+	buckets, err := s.ListBuckets()
+	if err != nil {
+		return true // unknown: the switch waits
+	}
+	for _, b := range buckets {
+		if b.Deleting {
+			return true
+		}
+	}
+	return false
 }
 
 // clearStaleMarks clears the deletion marks no deletion of this leader

@@ -83,11 +83,14 @@ type command struct {
 	// bypass); with opExpire, the marker a versioned bucket's expiry adds.
 	Delete     *objstore.Deletion `json:"delete,omitempty"`
 	OnlyMarker bool               `json:"only_marker,omitempty"`
-	Lost       *lostBytes         `json:"lost,omitempty"`
-	Map        *partition.Map     `json:"map,omitempty"`
-	Catalog    *catalog           `json:"catalog,omitempty"`
-	Current    bool               `json:"current,omitempty"`
-	Drops      []dropRef          `json:"drops,omitempty"`
+	// Marked: an opDeleteBucket of a deletion across groups, applied only
+	// while the bucket still carries its deletion mark (bucketdelete.go).
+	Marked  bool           `json:"marked,omitempty"`
+	Lost    *lostBytes     `json:"lost,omitempty"`
+	Map     *partition.Map `json:"map,omitempty"`
+	Catalog *catalog       `json:"catalog,omitempty"`
+	Current bool           `json:"current,omitempty"`
+	Drops   []dropRef      `json:"drops,omitempty"`
 	// Encrypted, on a put-part, says the upload is encrypted (its
 	// Upload.SSE): the part's bytes are ciphertext and its ETag is no MD5
 	// of them (see bodyCheck). A put-object says it by Object.SSE.

@@ -259,6 +259,11 @@ func (f *fsm) apply(c *command, index uint64) (*meta.Object, error) {
 	case opPutBucket:
 		return nil, f.store.ApplyPutBucket(c.Bucket, false, index)
 	case opDeleteBucket:
+		if c.Marked {
+			if b, err := f.store.GetBucket(c.Name); err == nil && !b.Deleting {
+				return nil, errMarkCleared // another leader cleared it: the emptiness it asked may be stale
+			}
+		}
 		return nil, f.store.ApplyDeleteBucket(c.Name, index)
 	case opCreateUpload:
 		return nil, f.store.ApplyCreateUpload(c.Upload, index)

@@ -131,7 +131,11 @@ func (n *Node) handleMoveChange(w http.ResponseWriter, r *http.Request) {
 		// The destination serves the partitions from the switch on: it
 		// must hold the cluster's buckets and users as they are now (a
 		// group that was drained may have stopped following them).
-		if err := n.awaitCatalogOf(r.Context(), n.catalogVersion(), req.To); err != nil {
+		err := n.awaitCatalogOf(r.Context(), n.catalogVersion(), req.To)
+		if err == nil && n.backend.anyBucketDeleting() {
+			err = errBucketMoving // bucketdelete.go
+		}
+		if err != nil {
 			admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 			return
 		}

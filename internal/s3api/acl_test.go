@@ -307,7 +307,7 @@ func TestBucketAccessDefaults(t *testing.T) {
 	enforce := &s3.PutBucketOwnershipControlsInput{Bucket: aws.String("shared"),
 		OwnershipControls: &types.OwnershipControls{Rules: []types.OwnershipControlsRule{{ObjectOwnership: types.ObjectOwnershipBucketOwnerEnforced}}}}
 	_, err = root.PutBucketOwnershipControls(ctx, enforce)
-	wantCode(t, err, "InvalidRequest")
+	wantCode(t, err, "InvalidBucketAclWithObjectOwnership")
 	if _, err := root.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: aws.String("shared"), ACL: types.BucketCannedACLPrivate}); err != nil {
 		t.Fatal(err)
 	}

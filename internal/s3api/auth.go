@@ -46,10 +46,25 @@ func (s *Server) authorize(rq *request) error {
 	}
 	rq.bucketRec = b
 	s.addCORSHeaders(rq, b)
+	if err := checkExpectedOwner(rq, b); err != nil {
+		return err
+	}
 	if perKeyOperations[rq.op.name] {
 		return nil
 	}
 	return s.decide(rq, b, requestAccess(rq), rq.key)
+}
+
+// checkExpectedOwner refuses, with AccessDenied as AWS does, a request
+// whose x-amz-expected-bucket-owner names another owner than the bucket's.
+// b3 has no AWS accounts: the owner is named by its canonical user ID,
+// the ID ListBuckets and GetBucketAcl show as the Owner's.
+func checkExpectedOwner(rq *request, b *meta.Bucket) error {
+	want := rq.Header.Get("x-amz-expected-bucket-owner")
+	if want != "" && want != CanonicalID(b.Owner) {
+		return errAccessDenied
+	}
+	return nil
 }
 
 // access is what an operation asks of the caller: an S3 action for the

@@ -16,7 +16,7 @@ var (
 )
 
 type xmlObject struct {
-	Key               string
+	Key               keyText
 	LastModified      string
 	ETag              string
 	Size              int64
@@ -27,18 +27,18 @@ type xmlObject struct {
 }
 
 type xmlPrefix struct {
-	Prefix string
+	Prefix keyText
 }
 
 type listBucketResultV1 struct {
 	XMLName        xml.Name `xml:"ListBucketResult"`
 	Xmlns          string   `xml:"xmlns,attr"`
 	Name           string
-	Prefix         string
-	Marker         string
-	NextMarker     string `xml:",omitempty"`
+	Prefix         keyText
+	Marker         keyText
+	NextMarker     keyText `xml:",omitempty"`
 	MaxKeys        int
-	Delimiter      string `xml:",omitempty"`
+	Delimiter      keyText `xml:",omitempty"`
 	IsTruncated    bool
 	EncodingType   string `xml:",omitempty"`
 	Contents       []xmlObject
@@ -49,13 +49,13 @@ type listBucketResultV2 struct {
 	XMLName               xml.Name `xml:"ListBucketResult"`
 	Xmlns                 string   `xml:"xmlns,attr"`
 	Name                  string
-	Prefix                string
-	StartAfter            string `xml:",omitempty"`
-	ContinuationToken     string `xml:",omitempty"`
-	NextContinuationToken string `xml:",omitempty"`
+	Prefix                keyText
+	StartAfter            keyText `xml:",omitempty"`
+	ContinuationToken     *string `xml:",omitempty"`
+	NextContinuationToken string  `xml:",omitempty"`
 	KeyCount              int
 	MaxKeys               int
-	Delimiter             string `xml:",omitempty"`
+	Delimiter             keyText `xml:",omitempty"`
 	IsTruncated           bool
 	EncodingType          string `xml:",omitempty"`
 	Contents              []xmlObject
@@ -66,12 +66,12 @@ type listBucketResultV2 struct {
 type listParams struct {
 	prefix, delimiter string
 	maxKeys           int
-	encode            func(string) string
+	encode            func(string) keyText
 	encodingType      string
 }
 
 func parseListParams(rq *request) (listParams, error) {
-	p := listParams{prefix: rq.query.Get("prefix"), delimiter: rq.query.Get("delimiter"), maxKeys: meta.DefaultMaxKeys, encode: func(s string) string { return s }}
+	p := listParams{prefix: rq.query.Get("prefix"), delimiter: rq.query.Get("delimiter"), maxKeys: meta.DefaultMaxKeys, encode: func(s string) keyText { return keyText(s) }}
 	if v, ok := rq.query["max-keys"]; ok {
 		n, err := strconv.Atoi(v[0])
 		if err != nil || n < 0 {
@@ -83,7 +83,7 @@ func parseListParams(rq *request) (listParams, error) {
 	case "":
 	case "url":
 		p.encodingType = et
-		p.encode = s3URLEncode
+		p.encode = func(s string) keyText { return keyText(s3URLEncode(s)) }
 	default:
 		return p, errInvalidEncodingType
 	}
@@ -134,7 +134,11 @@ func (s *Server) listObjectsV1(rq *request) error {
 	if err != nil {
 		return err
 	}
-	out := listBucketResultV1{Xmlns: s3Namespace, Name: rq.bucket, Prefix: p.encode(p.prefix), Marker: p.encode(marker),
+	// Prefix is sent as given even with encoding-type=url: S3 encodes
+	// it only in ListObjectsV2 (and ListObjectVersions), and clients
+	// decode accordingly (botocore decodes Delimiter, Marker,
+	// NextMarker, Key and CommonPrefixes here, not Prefix).
+	out := listBucketResultV1{Xmlns: s3Namespace, Name: rq.bucket, Prefix: keyText(p.prefix), Marker: p.encode(marker),
 		MaxKeys: p.maxKeys, Delimiter: p.encode(p.delimiter), IsTruncated: res.IsTruncated, EncodingType: p.encodingType}
 	out.Contents, out.CommonPrefixes = s.renderObjects(res, p, true)
 	if res.IsTruncated && p.delimiter != "" {
@@ -156,9 +160,11 @@ func (s *Server) listObjectsV2(rq *request) error {
 		return err
 	}
 	startAfter := rq.query.Get("start-after")
+	// An empty continuation-token is no token (the listing starts from
+	// start-after), echoed back empty, as S3 does.
 	token, hasToken := rq.query["continuation-token"]
 	from := startAfter
-	if hasToken {
+	if hasToken && token[0] != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(token[0])
 		if err != nil || len(raw) == 0 || raw[0] != tokenVersion {
 			return errInvalidContinuation
@@ -173,7 +179,7 @@ func (s *Server) listObjectsV2(rq *request) error {
 		MaxKeys: p.maxKeys, Delimiter: p.encode(p.delimiter), IsTruncated: res.IsTruncated, EncodingType: p.encodingType,
 		KeyCount: len(res.Objects) + len(res.CommonPrefixes)}
 	if hasToken {
-		out.ContinuationToken = token[0]
+		out.ContinuationToken = &token[0]
 	}
 	out.Contents, out.CommonPrefixes = s.renderObjects(res, p, rq.query.Get("fetch-owner") == "true")
 	if res.IsTruncated {

@@ -500,12 +500,12 @@ type listMultipartUploadsResult struct {
 	XMLName            xml.Name `xml:"ListMultipartUploadsResult"`
 	Xmlns              string   `xml:"xmlns,attr"`
 	Bucket             string
-	KeyMarker          string
+	KeyMarker          keyText
 	UploadIDMarker     string `xml:"UploadIdMarker"`
-	NextKeyMarker      string
+	NextKeyMarker      keyText
 	NextUploadIDMarker string `xml:"NextUploadIdMarker"`
-	Prefix             string
-	Delimiter          string `xml:",omitempty"`
+	Prefix             keyText
+	Delimiter          keyText `xml:",omitempty"`
 	MaxUploads         int
 	IsTruncated        bool
 	EncodingType       string      `xml:",omitempty"`
@@ -514,7 +514,7 @@ type listMultipartUploadsResult struct {
 }
 
 type xmlUpload struct {
-	Key               string
+	Key               keyText
 	UploadID          string `xml:"UploadId"`
 	Initiator         *xmlOwner
 	Owner             *xmlOwner

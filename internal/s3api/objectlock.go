@@ -78,7 +78,11 @@ func parseLockConfiguration(data []byte) (*objectLockConfiguration, error) {
 			return nil, errMalformedXML
 		case d.Mode != meta.LockGovernance && d.Mode != meta.LockCompliance:
 			return nil, errMalformedXML
-		case (d.Days > 0) == (d.Years > 0) || d.Days < 0 || d.Years < 0:
+		case d.Days != 0 && d.Years != 0:
+			// Both: a document S3 refuses as MalformedXML (a bad
+			// value of one is InvalidArgument, below).
+			return nil, errMalformedXML
+		case d.Days <= 0 && d.Years <= 0:
 			return nil, errInvalidArgument.withMessage("Default retention period must be a positive integer value of Days or Years")
 		case d.Days > 36500 || d.Years > 100:
 			return nil, errInvalidArgument.withMessage("Default retention period too large")
@@ -357,6 +361,12 @@ func (s *Server) putObjectRetention(rq *request) error {
 	}
 	var until time.Time
 	if doc.Mode != "" || doc.RetainUntilDate != "" {
+		if doc.Mode != "" && doc.Mode != meta.LockGovernance && doc.Mode != meta.LockCompliance {
+			// An unknown mode in the document is MalformedXML, as S3
+			// answers (in the x-amz-object-lock-mode header it is
+			// InvalidArgument).
+			return errMalformedXML
+		}
 		var err error
 		if until, err = parseRetainUntil(doc.Mode, doc.RetainUntilDate); err != nil {
 			if doc.Mode == "" || doc.RetainUntilDate == "" {

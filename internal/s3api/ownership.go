@@ -17,9 +17,11 @@ var (
 )
 
 var (
-	errNoOwnershipControls   = apiErr("OwnershipControlsNotFoundError", 404, "The bucket ownership controls were not found")
-	errNoPublicAccessBlock   = apiErr("NoSuchPublicAccessBlockConfiguration", 404, "The public access block configuration was not found")
-	errOwnershipWithACLs     = apiErr("InvalidRequest", 400, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting: the bucket's ACL grants access to others; reset it to private first")
+	errNoOwnershipControls = apiErr("OwnershipControlsNotFoundError", 404, "The bucket ownership controls were not found")
+	errNoPublicAccessBlock = apiErr("NoSuchPublicAccessBlockConfiguration", 404, "The public access block configuration was not found")
+	// AWS's code for this refusal, the same as for CreateBucket with an
+	// ACL and BucketOwnerEnforced (errACLWithBucketEnforce).
+	errOwnershipWithACLs     = apiErr("InvalidBucketAclWithObjectOwnership", 400, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting")
 	errInvalidOwnershipValue = apiErr("MalformedXML", 400, "The XML you provided was not well-formed or did not validate against our published schema.")
 )
 

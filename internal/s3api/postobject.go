@@ -176,11 +176,14 @@ func (s *Server) postObject(rq *request) error {
 	rq.w.Header().Set("Location", location)
 	if redirect := fields["success_action_redirect"]; redirect != "" {
 		if u, err := url.Parse(redirect); err == nil && u.Scheme != "" {
-			q := u.Query()
-			q.Set("bucket", rq.bucket)
-			q.Set("key", rq.key)
-			q.Set("etag", etag)
-			u.RawQuery = q.Encode()
+			// bucket, key and etag appended in that order, as S3
+			// does (clients may compare the URL whole); the
+			// redirect's own query is kept as given.
+			add := "bucket=" + url.QueryEscape(rq.bucket) + "&key=" + url.QueryEscape(rq.key) + "&etag=" + url.QueryEscape(etag)
+			if u.RawQuery != "" {
+				add = u.RawQuery + "&" + add
+			}
+			u.RawQuery = add
 			rq.w.Header().Set("Location", u.String())
 			return writeEmpty(rq, http.StatusSeeOther)
 		}

@@ -123,13 +123,13 @@ type listVersionsResult struct {
 	XMLName             xml.Name `xml:"ListVersionsResult"`
 	Xmlns               string   `xml:"xmlns,attr"`
 	Name                string
-	Prefix              string
-	KeyMarker           string
+	Prefix              keyText
+	KeyMarker           keyText
 	VersionIdMarker     string
-	NextKeyMarker       string `xml:",omitempty"`
-	NextVersionIdMarker string `xml:",omitempty"`
+	NextKeyMarker       keyText `xml:",omitempty"`
+	NextVersionIdMarker string  `xml:",omitempty"`
 	MaxKeys             int
-	Delimiter           string `xml:",omitempty"`
+	Delimiter           keyText `xml:",omitempty"`
 	IsTruncated         bool
 	EncodingType        string `xml:",omitempty"`
 	Entries             []xmlVersion
@@ -140,7 +140,7 @@ type listVersionsResult struct {
 // order, so one slice with the element name chosen per entry.
 type xmlVersion struct {
 	XMLName           xml.Name
-	Key               string
+	Key               keyText
 	VersionId         string
 	IsLatest          bool
 	LastModified      string

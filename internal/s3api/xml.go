@@ -3,13 +3,59 @@ package s3api
 import (
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/b3-storage/b3/internal/checksum"
 )
 
 const s3Namespace = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+// keyText is a key, or a prefix, marker or delimiter of keys, in a
+// listing document. encoding/xml writes a character that XML 1.0 does not
+// allow in a document (most control characters: a key may hold any of
+// them) as U+FFFD, which loses it; S3 writes it as a character reference
+// (&#x1;), which a client asking without encoding-type=url reads back
+// (Go's encoding/xml does; parsers strict to XML 1.0 refuse it, which is
+// why S3 documents encoding-type=url for such keys). Everything else is
+// escaped as encoding/xml does.
+type keyText string
+
+func (k keyText) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	return e.EncodeElement(struct {
+		Text string `xml:",innerxml"`
+	}{escapeKeyText(string(k))}, start)
+}
+
+// escapeKeyText escapes s as XML character data, writing the characters
+// XML 1.0 does not allow as numeric character references.
+func escapeKeyText(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r != utf8.RuneError || n != 1) && !xmlAllowed(r) {
+			_ = xml.EscapeText(&b, []byte(s[last:i]))
+			fmt.Fprintf(&b, "&#x%X;", r)
+			last = i + n
+		}
+		i += n
+	}
+	_ = xml.EscapeText(&b, []byte(s[last:]))
+	return b.String()
+}
+
+// xmlAllowed reports whether XML 1.0 allows r as a character (its Char
+// production).
+func xmlAllowed(r rune) bool {
+	return r == 0x09 || r == 0x0A || r == 0x0D ||
+		r >= 0x20 && r <= 0xD7FF ||
+		r >= 0xE000 && r <= 0xFFFD ||
+		r >= 0x10000 && r <= 0x10FFFF
+}
 
 // isoTime formats a time as S3 does in XML documents.
 func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }

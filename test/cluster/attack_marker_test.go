@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/b3-storage/b3/internal/admin"
 	"github.com/b3-storage/b3/internal/testutil"
 )
 
@@ -26,32 +25,8 @@ func TestAttackGroupsDeleteMarkerRace(t *testing.T) {
 	defer cancel()
 	tg := startTwoGroups(t, nil)
 	tg.waitBalanced(ctx, t)
-	ac := &admin.Client{Endpoint: "http://" + tg.g1.Nodes[0].AdminAddr, Token: tg.g1.AdminToken}
-	ua, err := ac.AddUser(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ub, err := ac.AddUser(ctx, "bob")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l1, err := tg.g1.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l2, err := tg.g2.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	one := func(cl *s3.Client) *s3.Client {
-		return s3.New(cl.Options(), func(o *s3.Options) { o.RetryMaxAttempts = 1 })
-	}
-	aliceG1 := one(testutil.S3ClientTimeout(tg.g1.Nodes[l1].Endpoint(), ua.AccessKey, ua.Secret, 30*time.Second))
-	aliceG2 := one(testutil.S3ClientTimeout(tg.g2.Nodes[l2].Endpoint(), ua.AccessKey, ua.Secret, 30*time.Second))
-	bob := retrying(testutil.S3ClientTimeout(tg.routers[0], ub.AccessKey, ub.Secret, 30*time.Second))
 	const bucket = "mrace"
-	m := clusterMap(ctx, t, tg.g1.Nodes[0].ClusterAddr)
-	key := keyIn(t, m, bucket, "alice/private-", "g2")
+	aliceG1, aliceG2, bob, key := deletionRacers(ctx, t, tg, bucket)
 	rng := rand.New(rand.NewPCG(3, 4))
 	hit := false
 	for attempt := 0; attempt < 60 && !hit && ctx.Err() == nil; attempt++ {

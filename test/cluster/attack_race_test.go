@@ -31,32 +31,8 @@ func TestAttackGroupsDeleteBucketRace(t *testing.T) {
 	defer cancel()
 	tg := startTwoGroups(t, nil)
 	tg.waitBalanced(ctx, t)
-	ac := &admin.Client{Endpoint: "http://" + tg.g1.Nodes[0].AdminAddr, Token: tg.g1.AdminToken}
-	ua, err := ac.AddUser(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ub, err := ac.AddUser(ctx, "bob")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l1, err := tg.g1.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l2, err := tg.g2.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	one := func(cl *s3.Client) *s3.Client {
-		return s3.New(cl.Options(), func(o *s3.Options) { o.RetryMaxAttempts = 1 })
-	}
-	aliceG1 := one(testutil.S3ClientTimeout(tg.g1.Nodes[l1].Endpoint(), ua.AccessKey, ua.Secret, 30*time.Second))
-	aliceG2 := one(testutil.S3ClientTimeout(tg.g2.Nodes[l2].Endpoint(), ua.AccessKey, ua.Secret, 30*time.Second))
-	bob := retrying(testutil.S3ClientTimeout(tg.routers[0], ub.AccessKey, ub.Secret, 30*time.Second))
 	const bucket = "race"
-	m := clusterMap(ctx, t, tg.g1.Nodes[0].ClusterAddr)
-	key := keyIn(t, m, bucket, "alice/private-", "g2")
+	aliceG1, aliceG2, bob, key := deletionRacers(ctx, t, tg, bucket)
 	secret := randomBytes(99, 3000)
 	rng := rand.New(rand.NewPCG(1, 2))
 	hit, met := false, 0
@@ -116,4 +92,37 @@ func TestAttackGroupsDeleteBucketRace(t *testing.T) {
 			t.Errorf("bob reads alice's object %s from his new bucket", key)
 		}
 	}
+}
+
+// deletionRacers are the parties of a bucket deletion's race: alice
+// without retries on g1's leader (which deletes the bucket) and on g2's
+// (which owns key, a key of hers in bucket), and bob with retries through
+// a router (who takes the name once it is free).
+func deletionRacers(ctx context.Context, t *testing.T, tg *twoGroups, bucket string) (aliceG1, aliceG2, bob *s3.Client, key string) {
+	t.Helper()
+	ac := &admin.Client{Endpoint: "http://" + tg.g1.Nodes[0].AdminAddr, Token: tg.g1.AdminToken}
+	ua, err := ac.AddUser(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ub, err := ac.AddUser(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1, err := tg.g1.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := tg.g2.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := func(cl *s3.Client) *s3.Client {
+		return s3.New(cl.Options(), func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+	}
+	aliceG1 = one(testutil.S3ClientTimeout(tg.g1.Nodes[l1].Endpoint(), ua.AccessKey, ua.Secret, 30*time.Second))
+	aliceG2 = one(testutil.S3ClientTimeout(tg.g2.Nodes[l2].Endpoint(), ua.AccessKey, ua.Secret, 30*time.Second))
+	bob = retrying(testutil.S3ClientTimeout(tg.routers[0], ub.AccessKey, ub.Secret, 30*time.Second))
+	m := clusterMap(ctx, t, tg.g1.Nodes[0].ClusterAddr)
+	return aliceG1, aliceG2, bob, keyIn(t, m, bucket, "alice/private-", "g2")
 }
